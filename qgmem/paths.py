@@ -1,0 +1,18 @@
+"""Where data, caches and local model copies live. Every location can be set by environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def data_dir() -> Path:
+    """Benchmark data directory: $QGMEM_DATA_DIR, else ./data."""
+    return Path(os.environ.get("QGMEM_DATA_DIR", "data")).expanduser()
+
+
+def cache_dir() -> Path:
+    """Caches (converted models, LLM responses, embeddings): $QGMEM_CACHE_DIR, else ~/.cache/qgmem."""
+    p = Path(os.environ.get("QGMEM_CACHE_DIR", Path.home() / ".cache" / "qgmem")).expanduser()
+    p.mkdir(parents=True, exist_ok=True)
+    return p
