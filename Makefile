@@ -6,7 +6,6 @@ BIN       := $(VENV)/bin
 TORCH     ?= torch==2.13.0
 export QGMEM_DATA_DIR ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),data)
 export TOKENIZERS_PARALLELISM := false
-export HF_HUB_OFFLINE ?= 1
 
 .PHONY: setup demo test test-slow test-ci bench clean
 
@@ -21,13 +20,13 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/python evaluate.py --config configs/eval/locomo_cpu.yaml
+	HF_HUB_OFFLINE=1 $(BIN)/python evaluate.py --config configs/eval/locomo_cpu.yaml
 
 test: setup
-	$(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 test-slow: setup
-	QGMEM_REDUCED=1 $(BIN)/python -m pytest -q -m slow
+	HF_HUB_OFFLINE=1 QGMEM_REDUCED=1 $(BIN)/python -m pytest -q -m slow
 
 test-ci: test test-slow
 
