@@ -48,9 +48,11 @@ class PhaseUsage:
     calls: int = 0
     failed: int = 0
     cached: int = 0
-    prompt_tokens: int = 0
+    prompt_tokens: int = 0  # new spend only; cache hits go to cached_* below
     completion_tokens: int = 0
     seconds: float = 0.0
+    cached_prompt_tokens: int = 0  # tokens the cache saved (what those calls cost originally)
+    cached_completion_tokens: int = 0
 
 
 @dataclass
@@ -68,9 +70,13 @@ class Usage:
             if failed or result is None:
                 p.failed += 1
                 return
-            p.cached += int(result.cached)
-            p.prompt_tokens += result.prompt_tokens
-            p.completion_tokens += result.completion_tokens
+            if result.cached:
+                p.cached += 1
+                p.cached_prompt_tokens += result.prompt_tokens
+                p.cached_completion_tokens += result.completion_tokens
+            else:
+                p.prompt_tokens += result.prompt_tokens
+                p.completion_tokens += result.completion_tokens
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {k: asdict(v) for k, v in self.phases.items()}
