@@ -1,0 +1,266 @@
+"""AnchorMem as a MemoryMethod: build (chunks -> facts -> events, persisted, resumable), activate.
+
+Everything lives in the shared MemoryStore under the conversation's namespace: records "am_chunks",
+"am_facts", "am_events", "am_meta" (fingerprints + statistics) and embeddings "am_facts",
+"am_events". Each stage is keyed by a fingerprint of the settings it depends on, so a rerun with
+the same settings loads instead of rebuilding, a changed tau/N rebuilds only the events, and an
+interrupted LLM stage resumes from its last checkpoint ("am_facts_partial", "am_events_partial").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..llm.base import ChatBackend
+from ..types import Conversation, MemoryItem, Question, WorkingMemory
+from .config import AnchorMemConfig
+from .events import EventStats, build_events, find_clusters
+from .facts import FactStats, extract_facts_llm, facts_from_llm, facts_from_units, rule_units
+from .prompts import prompt_hash
+from .units import Chunk, Event, Fact, from_record, make_chunks, to_record
+
+K_CHUNKS, K_FACTS, K_EVENTS, K_META = "am_chunks", "am_facts", "am_events", "am_meta"
+K_FACTS_PART, K_EVENTS_PART = "am_facts_partial", "am_events_partial"
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass
+class _Index:
+    chunks: dict[str, Chunk]
+    facts: list[Fact]
+    fact_emb: np.ndarray
+    events: list[Event]
+    event_emb: np.ndarray
+
+
+class AnchorMemMethod:
+    """Facts as retrieval anchors, immutable chunks as context, events as associations (AnchorMem)."""
+
+    name = "anchormem"
+
+    def __init__(self, store: Any, cfg: AnchorMemConfig | None = None, llm: ChatBackend | None = None,
+                 embedder: Any = None):
+        self.store = store if not isinstance(store, (str, Path)) else _open_store(store)
+        self.cfg = cfg or AnchorMemConfig()
+        if llm is None and self.cfg.llm is not None and (self.cfg.extractor == "llm" or self.cfg.integrator == "llm"):
+            from ..llm import make_backend
+
+            llm = make_backend(self.cfg.llm)
+        if self.cfg.extractor == "llm" and llm is None:
+            raise ValueError("AnchorMemConfig.extractor='llm' needs an LLM: set the `llm` section or pass llm=")
+        if self.cfg.integrator == "llm" and llm is None:
+            raise ValueError("AnchorMemConfig.integrator='llm' needs an LLM: set the `llm` section or pass llm=")
+        self.llm = llm
+        self._embedder = embedder
+        self._index: dict[str, _Index] = {}
+        self._last_ns: str | None = None
+
+    # ------------------------------------------------------------------ settings
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from ..embed import get_embedder
+
+            self._embedder = get_embedder(self.cfg.embedder)
+        return self._embedder
+
+    @property
+    def integrates_with_llm(self) -> bool:
+        return self.cfg.integrator == "llm" or (self.cfg.integrator == "auto" and self.llm is not None)
+
+    def _llm_id(self) -> str:
+        return getattr(self.llm, "model", "unknown") if self.llm is not None else ""
+
+    def facts_fingerprint(self) -> str:
+        c = self.cfg
+        key: dict[str, Any] = {"chunk_turns": c.chunk_turns, "extractor": c.extractor}
+        if c.extractor == "llm":
+            key |= {"llm": self._llm_id(), "prompt": prompt_hash("extract_facts"), "max_tokens": c.fact_max_tokens}
+        return _digest(key)
+
+    def events_fingerprint(self) -> str:
+        c = self.cfg
+        key: dict[str, Any] = {"facts": self.facts_fingerprint(), "tau": c.tau, "n": c.n_neighbors,
+                               "dedupe": c.dedupe_identical_clusters, "event_turns": c.event_turns,
+                               "embedder": c.embedder, "integrator": "llm" if self.integrates_with_llm else "concat"}
+        if self.integrates_with_llm:
+            key |= {"llm": self._llm_id(), "prompt": prompt_hash("integrate_event"), "max_tokens": c.event_max_tokens}
+        return _digest(key)
+
+    # ------------------------------------------------------------------ build
+    def build(self, conversation: Conversation) -> None:
+        """Index every session of `conversation` (never only those the questions name)."""
+        ns = conversation.id
+        if not ns:
+            raise ValueError("AnchorMem.build: conversation has no id (the store namespace)")
+        self.store.put_conversation(conversation)
+        meta = self._meta(ns)
+        chunks = make_chunks(conversation, self.cfg.chunk_turns)
+        speakers = conversation.speakers or sorted({t.speaker for t in conversation.turns()})
+        self.store.put_records(ns, K_CHUNKS, [to_record(c) for c in chunks])
+
+        ffp, efp = self.facts_fingerprint(), self.events_fingerprint()
+        if meta.get("facts_fp") == ffp and self.store.is_done(ns, f"am_facts:{ffp}"):
+            facts = self._load(ns, K_FACTS, Fact)
+            fact_stats = meta.get("fact_stats", {})
+        else:
+            meta = {}
+            fs = FactStats()
+            facts = self._build_facts(ns, conversation, chunks, speakers, ffp, fs)
+            self.store.put_records(ns, K_FACTS, [to_record(f) for f in facts])
+            self.store.set_embeddings(ns, K_FACTS, [f.id for f in facts], self._encode([f.text for f in facts]),
+                                      self.cfg.embedder)
+            self.store.put_records(ns, K_FACTS_PART, [])
+            fact_stats = asdict(fs)
+            self._put_meta(ns, {"facts_fp": ffp, "fact_stats": fact_stats})
+            self.store.mark_done(ns, f"am_facts:{ffp}")
+
+        if not (meta.get("events_fp") == efp and self.store.is_done(ns, f"am_events:{efp}")):
+            fact_emb = self._fact_matrix(ns, facts)
+            es = self._build_events(ns, facts, fact_emb, chunks, speakers, efp)
+            self._put_meta(ns, {"facts_fp": ffp, "fact_stats": fact_stats, "events_fp": efp,
+                                "event_stats": es.as_dict(), "config": asdict(self.cfg) | {"llm": None},
+                                "llm_model": self._llm_id()})
+            self.store.mark_done(ns, f"am_events:{efp}")
+        self._index.pop(ns, None)
+        self._last_ns = ns
+
+    def _build_facts(self, ns: str, conv: Conversation, chunks: list[Chunk], speakers: list[str], fp: str,
+                     stats: FactStats) -> list[Fact]:
+        if self.cfg.extractor == "rule":
+            return facts_from_units(chunks, rule_units(conv), stats)
+        assert self.llm is not None
+        done = {r["chunk_id"]: list(r["facts"]) for r in self.store.get_records(ns, K_FACTS_PART)
+                if r.get("fp") == fp}
+
+        def checkpoint(by_chunk: dict[str, list[str]]) -> None:
+            self.store.put_records(ns, K_FACTS_PART, [{"fp": fp, "chunk_id": k, "facts": v} for k, v in by_chunk.items()])
+
+        by_chunk = extract_facts_llm(
+            chunks, speakers, self.llm, max_tokens=self.cfg.fact_max_tokens, retries=self.cfg.llm_retries,
+            done=done, on_failure=lambda key, err, raw: self.store.record_failure(ns, key, err, raw),
+            checkpoint=checkpoint, save_every=self.cfg.save_every, stats=stats)
+        return facts_from_llm(chunks, by_chunk, speakers, stats)
+
+    def _build_events(self, ns: str, facts: list[Fact], fact_emb: np.ndarray, chunks: list[Chunk],
+                      speakers: list[str], fp: str) -> EventStats:
+        c = self.cfg
+        clusters, cstats = find_clusters(fact_emb, [f.chunk_id for f in facts], c.tau, c.n_neighbors,
+                                         c.dedupe_identical_clusters)
+        stats = EventStats(clusters=cstats)
+        llm = self.llm if self.integrates_with_llm else None
+        done = {int(r["cluster"]): r["text"] for r in self.store.get_records(ns, K_EVENTS_PART) if r.get("fp") == fp}
+
+        def checkpoint(texts: dict[int, str]) -> None:
+            self.store.put_records(ns, K_EVENTS_PART, [{"fp": fp, "cluster": k, "text": v} for k, v in texts.items()])
+
+        events = build_events(clusters, facts, chunks, speakers, llm=llm, max_tokens=c.event_max_tokens,
+                              retries=c.llm_retries, event_turns=c.event_turns, done=done,
+                              on_failure=lambda key, err, raw: self.store.record_failure(ns, key, err, raw),
+                              checkpoint=checkpoint, save_every=c.save_every, stats=stats)
+        self.store.put_records(ns, K_EVENTS, [to_record(e) for e in events])
+        self.store.set_embeddings(ns, K_EVENTS, [e.id for e in events], self._encode([e.text for e in events]),
+                                  c.embedder)
+        self.store.put_records(ns, K_EVENTS_PART, [])
+        return stats
+
+    # ------------------------------------------------------------------ store helpers
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        emb = self.embedder.encode(texts)
+        if emb.shape[0] == 0:
+            return np.zeros((0, getattr(self.embedder, "dim", 384)), dtype=np.float32)
+        return np.asarray(emb, dtype=np.float32)
+
+    def _fact_matrix(self, ns: str, facts: list[Fact]) -> np.ndarray:
+        got = self.store.get_embeddings(ns, K_FACTS)
+        if got is not None and got[0] == [f.id for f in facts] and got[2] == self.cfg.embedder:
+            return got[1]
+        emb = self._encode([f.text for f in facts])
+        self.store.set_embeddings(ns, K_FACTS, [f.id for f in facts], emb, self.cfg.embedder)
+        return emb
+
+    def _load(self, ns: str, kind: str, cls: type) -> list[Any]:
+        return [from_record(cls, r, f"store namespace {ns!r}, records {kind!r}[{i}]")
+                for i, r in enumerate(self.store.get_records(ns, kind))]
+
+    def _meta(self, ns: str) -> dict[str, Any]:
+        recs = self.store.get_records(ns, K_META)
+        return dict(recs[0]) if recs else {}
+
+    def _put_meta(self, ns: str, meta: dict[str, Any]) -> None:
+        self.store.put_records(ns, K_META, [meta])
+
+    def stats(self, ns: str) -> dict[str, Any]:
+        """Table-5 statistics and LLM cost of the last build of `ns` (facts, events, discarded clusters)."""
+        return self._meta(ns)
+
+    # ------------------------------------------------------------------ retrieval
+    def _load_index(self, ns: str) -> _Index:
+        if ns in self._index:
+            return self._index[ns]
+        if not self._meta(ns).get("events_fp"):
+            raise KeyError(f"AnchorMem: namespace {ns!r} is not built in {getattr(self.store, 'root', self.store)}")
+        chunks = {c.id: c for c in self._load(ns, K_CHUNKS, Chunk)}
+        facts = self._load(ns, K_FACTS, Fact)
+        events = self._load(ns, K_EVENTS, Event)
+        idx = _Index(chunks, facts, self._matrix(ns, K_FACTS, [f.id for f in facts]),
+                     events, self._matrix(ns, K_EVENTS, [e.id for e in events]))
+        self._index[ns] = idx
+        return idx
+
+    def _matrix(self, ns: str, kind: str, ids: list[str]) -> np.ndarray:
+        got = self.store.get_embeddings(ns, kind)
+        if got is None or got[0] != ids:
+            raise ValueError(f"AnchorMem: store namespace {ns!r}: embeddings {kind!r} missing or out of step "
+                             f"with its records; rebuild the namespace")
+        return got[1]
+
+    def activate(self, question: Question, k: int | None = None) -> WorkingMemory:
+        """Top-k facts -> their chunks (dedup, order of first hit) plus top-k events (paper eq. 12-15)."""
+        k = k or self.cfg.top_k
+        ns = question.conversation_id or self._last_ns
+        if not ns:
+            raise ValueError(f"question {question.id!r} has no conversation_id and nothing was built")
+        idx = self._load_index(ns)
+        q = self._encode([question.text])[0]
+        items: list[MemoryItem] = []
+        if idx.facts:
+            scores = idx.fact_emb @ q
+            top = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))[:k]
+            by_chunk: dict[str, list[int]] = {}
+            for i in top:
+                by_chunk.setdefault(idx.facts[i].chunk_id, []).append(i)
+            for n, (cid, hits) in enumerate(by_chunk.items()):
+                ch = idx.chunks[cid]
+                items.append(MemoryItem(
+                    label=f"C{n + 1}", kind="context", text=ch.text, turn_ids=list(ch.turn_ids),
+                    score=float(scores[hits[0]]), source_text=ch.text,
+                    meta={"chunk_id": cid, "session_id": ch.session_id, "date": ch.date,
+                          "anchor_facts": [idx.facts[i].text for i in hits]}))
+        if idx.events:
+            escores = idx.event_emb @ q
+            etop = sorted(range(len(escores)), key=lambda i: (-float(escores[i]), i))[:k]
+            for n, i in enumerate(etop):
+                ev = idx.events[i]
+                items.append(MemoryItem(
+                    label=f"E{n + 1}", kind="event", text=ev.text, turn_ids=list(ev.turn_ids),
+                    score=float(escores[i]),
+                    meta={"event_id": ev.id, "fact_ids": ev.fact_ids, "integrator": ev.integrator}))
+        tokens = sum(len(it.text.split()) for it in items)
+        return WorkingMemory(question=question, items=items, method=self.name, context_tokens=tokens,
+                             meta={"namespace": ns, "k": k})
+
+
+def _open_store(root: str | Path) -> Any:
+    from ..store import MemoryStore
+
+    return MemoryStore(root)
