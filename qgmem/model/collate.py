@@ -1,0 +1,157 @@
+"""Examples -> token batches for `GraphTokenLM`, built with the tokenizer's own chat template.
+
+Where the graph tokens go: the user message is `answer_messages(question, memory)` with a
+reserved sentinel string put immediately before the memory text. The rendered template is split
+at the sentinel, both halves are tokenised separately (``add_special_tokens=False``, since the
+template already writes any BOS it wants), and ``num_graph_tokens`` placeholder positions are
+put between them; ``graph_mask`` marks those positions and the model overwrites their embeddings
+with the graph tokens. A tokenizer whose encode adds a BOS the template does not write gets one
+BOS prepended — never two (G-Retriever omits it for some models and doubles it for others).
+
+Training batches (``mode="train"``): prompt + answer + EOS, right padded, ``labels`` = -100
+everywhere but the answer and EOS. Generation batches (``mode="generate"``): prompt only, left
+padded, so every row's next token is at the last position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+import torch
+from torch_geometric.data import Batch, Data
+
+from qgmem.model.serialize import answer_messages
+
+GRAPH_SENTINEL = "\u27e6qgmem-graph\u27e7"  # never produced by a tokenizer or a user
+IGNORE_INDEX = -100
+
+
+@dataclass
+class GraphExample:
+    question: str
+    memory_text: str
+    answer: str | None
+    graph: Data
+    id: str = ""
+
+
+@dataclass
+class CollatorStats:
+    examples: int = 0
+    truncated: int = 0  # memory text shortened to fit max_length
+    truncated_ids: list[str] = field(default_factory=list)
+
+
+class GraphTokenCollator:
+    """Callable ``list[GraphExample] -> dict`` (input_ids, attention_mask, graph_mask, labels?, graph, ids)."""
+
+    def __init__(self, tokenizer: Any, num_graph_tokens: int, max_length: int = 2048, *,
+                 system: str | None = None, mode: Literal["train", "generate"] = "train",
+                 answer_template: str = "Answer: {answer}", template_kwargs: dict[str, Any] | None = None):
+        if mode not in ("train", "generate"):
+            raise ValueError(f"GraphTokenCollator mode must be 'train' or 'generate', got {mode!r}")
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError("tokenizer has no chat_template; GraphTokenCollator builds prompts with it")
+        self.tok = tokenizer
+        self.num_graph_tokens = int(num_graph_tokens)
+        self.max_length = int(max_length)
+        self.system = system
+        self.mode = mode
+        self.answer_template = answer_template
+        self.template_kwargs = {"enable_thinking": False, **(template_kwargs or {})}
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        if self.pad_id is None:
+            raise ValueError("tokenizer has neither a pad nor an eos token")
+        if mode == "train" and tokenizer.eos_token_id is None:
+            raise ValueError("tokenizer has no eos token; training labels end with EOS")
+        bos = tokenizer.bos_token_id
+        probe = tokenizer("a", add_special_tokens=True)["input_ids"]
+        self.encode_adds_bos = bos is not None and len(probe) > 0 and probe[0] == bos
+        self.stats = CollatorStats()
+
+    def for_generation(self) -> "GraphTokenCollator":
+        """The same prompts, left padded, without answers."""
+        new = GraphTokenCollator.__new__(GraphTokenCollator)
+        new.__dict__.update(self.__dict__)
+        new.mode, new.stats = "generate", CollatorStats()
+        return new
+
+    # -- one example ------------------------------------------------------------------------
+    def _render(self, question: str, memory_text: str) -> tuple[list[int], list[int]]:
+        msgs = answer_messages(question, GRAPH_SENTINEL + "\n" + memory_text, system=self.system)
+        text = self.tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
+                                            **self.template_kwargs)
+        if text.count(GRAPH_SENTINEL) != 1:
+            raise ValueError("chat template dropped or repeated the graph sentinel; cannot place graph tokens")
+        pre, post = text.split(GRAPH_SENTINEL)
+        pre_ids = self.tok(pre, add_special_tokens=False)["input_ids"]
+        post_ids = self.tok(post, add_special_tokens=False)["input_ids"]
+        if self.encode_adds_bos and (not pre_ids or pre_ids[0] != self.tok.bos_token_id):
+            pre_ids = [self.tok.bos_token_id] + pre_ids
+        return pre_ids, post_ids
+
+    def _answer_ids(self, answer: str) -> list[int]:
+        text = self.answer_template.format(answer=answer.strip())
+        return self.tok(text, add_special_tokens=False)["input_ids"] + [self.tok.eos_token_id]
+
+    def encode(self, ex: GraphExample) -> dict[str, Any]:
+        """Token ids, graph-position mask and labels of one example (unpadded)."""
+        if not isinstance(ex.graph, Data):
+            raise TypeError(f"example {ex.id!r}: graph must be a torch_geometric Data, got {type(ex.graph).__name__}")
+        ans = []
+        if self.mode == "train":
+            if ex.answer is None:
+                raise ValueError(f"example {ex.id!r}: field 'answer' is None but the collator is in train mode")
+            ans = self._answer_ids(ex.answer)
+        memory = ex.memory_text
+        pre, post = self._render(ex.question, memory)
+        total = len(pre) + self.num_graph_tokens + len(post) + len(ans)
+        truncated = False
+        for _ in range(4):
+            if total <= self.max_length:
+                break
+            truncated = True
+            mem_ids = self.tok(memory, add_special_tokens=False)["input_ids"]
+            keep = max(len(mem_ids) - (total - self.max_length) - 8, 0)
+            memory = (self.tok.decode(mem_ids[:keep], skip_special_tokens=True) + " ...") if keep else "..."
+            pre, post = self._render(ex.question, memory)
+            total = len(pre) + self.num_graph_tokens + len(post) + len(ans)
+        if total > self.max_length:
+            raise ValueError(f"example {ex.id!r}: prompt without memory text needs {total} tokens "
+                             f"> max_length={self.max_length}")
+        ids = pre + [self.pad_id] * self.num_graph_tokens + post + ans
+        gmask = [False] * len(pre) + [True] * self.num_graph_tokens + [False] * (len(post) + len(ans))
+        labels = [IGNORE_INDEX] * (len(ids) - len(ans)) + ans
+        self.stats.examples += 1
+        if truncated:
+            self.stats.truncated += 1
+            self.stats.truncated_ids.append(ex.id)
+        return {"input_ids": ids, "graph_mask": gmask, "labels": labels, "truncated": truncated}
+
+    # -- batch ------------------------------------------------------------------------------
+    def __call__(self, examples: Sequence[GraphExample]) -> dict[str, Any]:
+        if not examples:
+            raise ValueError("GraphTokenCollator got an empty list of examples")
+        enc = [self.encode(ex) for ex in examples]
+        n = max(len(e["input_ids"]) for e in enc)
+        left = self.mode == "generate"
+        input_ids = torch.full((len(enc), n), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((len(enc), n), dtype=torch.long)
+        gmask = torch.zeros((len(enc), n), dtype=torch.bool)
+        labels = torch.full((len(enc), n), IGNORE_INDEX, dtype=torch.long)
+        for i, e in enumerate(enc):
+            m = len(e["input_ids"])
+            sl = slice(n - m, n) if left else slice(0, m)
+            input_ids[i, sl] = torch.tensor(e["input_ids"])
+            attn[i, sl] = 1
+            gmask[i, sl] = torch.tensor(e["graph_mask"])
+            labels[i, sl] = torch.tensor(e["labels"])
+        out: dict[str, Any] = {
+            "input_ids": input_ids, "attention_mask": attn, "graph_mask": gmask,
+            "graph": Batch.from_data_list([ex.graph for ex in examples]),
+            "ids": [ex.id for ex in examples], "truncated": [e["truncated"] for e in enc],
+        }
+        if self.mode == "train":
+            out["labels"] = labels
+        return out

@@ -1,0 +1,248 @@
+"""Frozen causal LM + trainable graph encoder/projector whose output enters as graph token(s).
+
+Only the encoder and projector train (plus LoRA adapters when asked); the LLM is frozen with
+``requires_grad_(False)`` and kept in eval mode so its dropout never fires (QGMem §III-C4). The
+graph tokens replace the embeddings at the collator's placeholder positions; they are computed
+in float32 and cast to the LLM's embedding dtype (bf16 on GPU) — no fp16 weights under bf16
+autocast. Hidden size comes from the LLM's input embeddings, never from a constant.
+
+Loss is the mean cross-entropy over answer tokens; ``loss_sum`` and ``num_tokens`` are returned
+too, so gradient accumulation can divide by the token count of the whole accumulated batch and
+match one large batch exactly (G-Retriever's accumulation does not accumulate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from transformers.utils import ModelOutput
+
+from qgmem.graph.encoder import EncoderConfig, GraphTokenEncoder
+from qgmem.graph.local_graph import GraphConfig
+from qgmem.io import atomic_write_json
+from qgmem.model.collate import IGNORE_INDEX, GraphTokenCollator
+
+CONFIG_NAME = "qgmem_config.json"
+WEIGHTS_NAME = "model.safetensors"
+FORMAT = "qgmem-graph-token-lm"
+
+
+@dataclass
+class GraphTokenLMOutput(ModelOutput):
+    loss: Tensor | None = None  # mean over this batch's answer tokens
+    logits: Tensor | None = None
+    loss_sum: Tensor | None = None  # sum over answer tokens (for token-weighted accumulation)
+    num_tokens: Tensor | None = None  # answer tokens in this batch
+
+
+def _compact(batch: dict[str, Tensor], keep: Tensor, left: bool, pad_id: int) -> dict[str, Tensor]:
+    """Drop positions where ``keep`` is False from every [B, L] tensor, re-padding per side."""
+    fill = {"input_ids": pad_id, "attention_mask": 0, "graph_mask": False, "labels": IGNORE_INDEX}
+    lengths = keep.sum(1)
+    n = int(lengths.max()) if lengths.numel() else 0
+    out = {}
+    for key, t in batch.items():
+        new = torch.full((t.size(0), n), fill[key], dtype=t.dtype, device=t.device)
+        for i in range(t.size(0)):
+            row = t[i][keep[i]]
+            if left:
+                new[i, n - row.numel():] = row
+            else:
+                new[i, :row.numel()] = row
+        out[key] = new
+    return out
+
+
+class GraphTokenLM(nn.Module):
+    def __init__(self, llm: Any, tokenizer: Any, enc_cfg: EncoderConfig, lora: dict[str, Any] | None = None,
+                 *, graph_cfg: GraphConfig | None = None, base_model: str | None = None,
+                 base_model_kwargs: dict[str, Any] | None = None, extra: dict[str, Any] | None = None):
+        super().__init__()
+        self.base_model = base_model or getattr(llm, "name_or_path", None) or getattr(llm.config, "_name_or_path", "")
+        self.base_model_kwargs = dict(base_model_kwargs or {})
+        self.tokenizer = tokenizer
+        self.enc_cfg = enc_cfg
+        self.graph_cfg = graph_cfg
+        self.lora = dict(lora) if lora else None
+        self.extra = dict(extra or {})
+        self.use_graph = True
+        llm.requires_grad_(False)
+        llm.eval()
+        if self.lora:
+            from peft import LoraConfig, get_peft_model
+
+            cfg = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"], **self.lora}
+            self.lora = cfg
+            llm = get_peft_model(llm, LoraConfig(task_type="CAUSAL_LM", **cfg))
+        self.llm = llm
+        emb = llm.get_input_embeddings()
+        self.llm_hidden = int(emb.embedding_dim)
+        self.graph_encoder = GraphTokenEncoder(enc_cfg, self.llm_hidden).to(emb.weight.device, torch.float32)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    # -- modes and parameters ---------------------------------------------------------------
+    def train(self, mode: bool = True) -> "GraphTokenLM":
+        super().train(mode)
+        self.llm.eval()  # frozen LLM: dropout stays off while the encoder trains
+        return self
+
+    @property
+    def num_graph_tokens(self) -> int:
+        return self.enc_cfg.num_graph_tokens
+
+    @property
+    def device(self) -> torch.device:
+        return self.llm.get_input_embeddings().weight.device
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        return [p for p in self.parameters() if p.requires_grad]
+
+    def make_collator(self, max_length: int = 2048, mode: str = "train", **kw: Any) -> GraphTokenCollator:
+        return GraphTokenCollator(self.tokenizer, self.num_graph_tokens, max_length, mode=mode, **kw)
+
+    # -- embedding ---------------------------------------------------------------------------
+    def _inputs(self, batch: dict[str, Any], left: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+        dev = self.device
+        t = {k: batch[k].to(dev) for k in ("input_ids", "attention_mask", "graph_mask") if k in batch}
+        if "labels" in batch:
+            t["labels"] = batch["labels"].to(dev)
+        if "graph_mask" not in t:
+            t["graph_mask"] = torch.zeros_like(t["input_ids"], dtype=torch.bool)
+        if not self.use_graph and t["graph_mask"].any():
+            t = _compact(t, t["attention_mask"].bool() & ~t["graph_mask"], left, self.pad_id)
+        embeds = self.llm.get_input_embeddings()(t["input_ids"])
+        gmask = t["graph_mask"]
+        if self.use_graph and gmask.any():
+            per_row = gmask.sum(1)
+            if not bool((per_row == self.num_graph_tokens).all()):
+                raise ValueError(f"batch rows have {per_row.tolist()} graph positions; model has "
+                                 f"num_graph_tokens={self.num_graph_tokens}")
+            tokens = self.graph_encoder(batch["graph"]).to(embeds.dtype)
+            if tokens.size(0) != embeds.size(0):
+                raise ValueError(f"batch has {embeds.size(0)} prompts but {tokens.size(0)} graphs")
+            embeds = embeds.masked_scatter(gmask.unsqueeze(-1), tokens.reshape(-1, self.llm_hidden))
+        return embeds, t["attention_mask"], t.get("labels")
+
+    @staticmethod
+    def _positions(attention_mask: Tensor) -> Tensor:
+        return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+    # -- training ----------------------------------------------------------------------------
+    def forward(self, batch: dict[str, Any]) -> GraphTokenLMOutput:
+        left = bool((batch["attention_mask"][:, 0] == 0).any())
+        embeds, attn, labels = self._inputs(batch, left)
+        out = self.llm(inputs_embeds=embeds, attention_mask=attn, position_ids=self._positions(attn), use_cache=False)
+        logits = out.logits
+        if labels is None:
+            return GraphTokenLMOutput(logits=logits)
+        shift_logits = logits[:, :-1].float()
+        shift_labels = labels[:, 1:]
+        loss_sum = nn.functional.cross_entropy(shift_logits.reshape(-1, shift_logits.size(-1)),
+                                               shift_labels.reshape(-1), ignore_index=IGNORE_INDEX, reduction="sum")
+        n = (shift_labels != IGNORE_INDEX).sum()
+        return GraphTokenLMOutput(loss=loss_sum / n.clamp(min=1), logits=logits, loss_sum=loss_sum, num_tokens=n)
+
+    # -- generation --------------------------------------------------------------------------
+    @torch.no_grad()
+    def generate(self, batch: dict[str, Any], max_new_tokens: int = 64, **kw: Any) -> list[str]:
+        """Greedy (unless told otherwise) batched generation from left-padded prompt embeddings."""
+        if "labels" in batch and bool((batch["labels"] != IGNORE_INDEX).any()):
+            raise ValueError("generate() needs a prompt-only batch: build it with a collator in mode='generate'")
+        batch = dict(batch)
+        batch.pop("labels", None)
+        if bool((batch["attention_mask"][:, -1] == 0).any()):  # right padded: left-align it
+            keep = batch["attention_mask"].bool()
+            sub = {k: batch[k] for k in ("input_ids", "attention_mask", "graph_mask") if k in batch}
+            batch.update(_compact(sub, keep, True, self.pad_id))
+        embeds, attn, _ = self._inputs(batch, left=True)
+        kw.setdefault("do_sample", False)
+        if not kw["do_sample"]:
+            kw.setdefault("temperature", None)
+            kw.setdefault("top_p", None)
+            kw.setdefault("top_k", None)
+        out = self.llm.generate(inputs_embeds=embeds, attention_mask=attn, max_new_tokens=max_new_tokens,
+                                pad_token_id=self.pad_id, eos_token_id=self.tokenizer.eos_token_id, **kw)
+        return [s.strip() for s in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def config_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "version": 1, "base_model": self.base_model,
+            "base_model_kwargs": self.base_model_kwargs, "llm_hidden": self.llm_hidden,
+            "num_graph_tokens": self.num_graph_tokens, "encoder": dataclasses.asdict(self.enc_cfg),
+            "graph": dataclasses.asdict(self.graph_cfg) if self.graph_cfg else None,
+            "lora": self.lora, "use_graph": self.use_graph, "extra": self.extra,
+        }
+
+    def save_pretrained(self, directory: str | Path) -> Path:
+        """Write only the trainable weights (``model.safetensors``) and ``qgmem_config.json``."""
+        from safetensors.torch import save_file
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        state = {n: p.detach().to("cpu").contiguous() for n, p in self.named_parameters() if p.requires_grad}
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{WEIGHTS_NAME}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            save_file(state, tmp, metadata={"format": FORMAT})
+            os.replace(tmp, d / WEIGHTS_NAME)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        atomic_write_json(d / CONFIG_NAME, self.config_dict())
+        return d
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path, llm: Any = None, tokenizer: Any = None,
+                        torch_dtype: torch.dtype | None = None, device: str | torch.device | None = None
+                        ) -> "GraphTokenLM":
+        """Rebuild from `save_pretrained` output, loading the base LLM named there unless given."""
+        from safetensors.torch import load_file
+
+        d = Path(directory)
+        cfg_path = d / CONFIG_NAME
+        if not cfg_path.exists():
+            raise FileNotFoundError(f"{cfg_path}: not found (not a GraphTokenLM checkpoint)")
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        if cfg.get("format") != FORMAT:
+            raise ValueError(f"{cfg_path}: field 'format' is {cfg.get('format')!r}, expected {FORMAT!r}")
+        try:
+            enc_cfg = EncoderConfig(**cfg["encoder"])
+            graph_cfg = GraphConfig(**cfg["graph"]) if cfg.get("graph") else None
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{cfg_path}: bad 'encoder'/'graph' section: {e}") from e
+        kwargs = dict(cfg.get("base_model_kwargs") or {})
+        if llm is None or tokenizer is None:
+            if not cfg.get("base_model"):
+                raise ValueError(f"{cfg_path}: field 'base_model' is empty; pass llm= and tokenizer=")
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            if llm is None:
+                llm = AutoModelForCausalLM.from_pretrained(cfg["base_model"], dtype=torch_dtype, **kwargs)
+            if tokenizer is None:
+                tokenizer = AutoTokenizer.from_pretrained(cfg["base_model"], **kwargs)
+        if device is not None:
+            llm = llm.to(device)
+        model = cls(llm, tokenizer, enc_cfg, cfg.get("lora"), graph_cfg=graph_cfg,
+                    base_model=cfg.get("base_model"), base_model_kwargs=kwargs, extra=cfg.get("extra"))
+        if model.llm_hidden != cfg.get("llm_hidden", model.llm_hidden):
+            raise ValueError(f"{cfg_path}: checkpoint was trained for LLM hidden size {cfg['llm_hidden']}, "
+                             f"the given LLM has {model.llm_hidden}")
+        w_path = d / WEIGHTS_NAME
+        state = load_file(str(w_path), device=str(model.device))
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+        missing_trainable = sorted(set(missing) & trainable)
+        if unexpected or missing_trainable:
+            raise ValueError(f"{w_path}: weights do not match the model: missing {missing_trainable[:5]}, "
+                             f"unexpected {sorted(unexpected)[:5]}")
+        model.use_graph = bool(cfg.get("use_graph", True))
+        return model
