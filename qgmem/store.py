@@ -1,0 +1,271 @@
+"""Persistent memory store: one directory, one SQLite database (WAL) plus `.npy` embedding matrices.
+
+Everything is kept per *namespace* (one conversation or user), so a namespace can be extended with new
+sessions, rebuilt or deleted without touching the others. Writes that belong together (a window's
+units and its done marker; traces and the units' trace fields) share one transaction, so a build
+killed at any point resumes without duplicating or losing work. Embedding matrices are written to a
+temporary file and renamed into place; their metadata row is committed after the rename.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from qgmem.types import AtomicUnit, Conversation, MemoryTrace, conversation_from_dict, unit_from_dict
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS conversations (ns TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS units (
+    ns TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (ns, id));
+CREATE INDEX IF NOT EXISTS units_seq ON units (ns, seq);
+CREATE TABLE IF NOT EXISTS traces (
+    ns TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (ns, id));
+CREATE TABLE IF NOT EXISTS embeddings (
+    ns TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL, file TEXT NOT NULL,
+    ids TEXT NOT NULL, rows INTEGER NOT NULL, dim INTEGER NOT NULL,
+    PRIMARY KEY (ns, kind));
+CREATE TABLE IF NOT EXISTS records (
+    ns TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (ns, kind, seq));
+CREATE TABLE IF NOT EXISTS build_state (
+    ns TEXT NOT NULL, step_key TEXT NOT NULL, done_at REAL NOT NULL,
+    PRIMARY KEY (ns, step_key));
+CREATE TABLE IF NOT EXISTS failures (
+    ns TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, raw TEXT, at REAL NOT NULL,
+    PRIMARY KEY (ns, key));
+"""
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+def _safe_name(ns: str) -> str:
+    """A file-name-safe, collision-free name for a namespace."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", ns)[:60]
+    return f"{slug}-{hashlib.sha1(ns.encode()).hexdigest()[:10]}"
+
+
+class MemoryStore:
+    """Units, traces, embeddings, generic records and build state per namespace."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.emb_dir = self.root / "embeddings"
+        self.emb_dir.mkdir(exist_ok=True)
+        self.db_path = self.root / "store.sqlite"
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.db_path, timeout=60.0, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise StoreError(f"{self.db_path}: schema version {row[0]}, this qgmem reads {SCHEMA_VERSION}")
+
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction; rolled back on any exception."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "MemoryStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ namespaces / conversations
+    def namespaces(self) -> list[str]:
+        """Every namespace holding anything (conversation, units, records or build state), sorted."""
+        rows = self._query(
+            "SELECT ns FROM conversations UNION SELECT ns FROM units UNION SELECT ns FROM records "
+            "UNION SELECT ns FROM build_state ORDER BY 1")
+        return [r[0] for r in rows]
+
+    def put_conversation(self, conv: Conversation) -> None:
+        data = json.dumps(dataclasses.asdict(conv), ensure_ascii=False)
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO conversations VALUES (?, ?)", (conv.id, data))
+
+    def get_conversation(self, ns: str) -> Conversation:
+        rows = self._query("SELECT data FROM conversations WHERE ns=?", (ns,))
+        if not rows:
+            raise KeyError(f"{self.db_path}: no conversation stored for namespace {ns!r}")
+        return conversation_from_dict(json.loads(rows[0][0]))
+
+    # ------------------------------------------------------------------ units
+    def add_units(self, ns: str, units: list[AtomicUnit], done_key: str | None = None) -> None:
+        """Append units (in order) to `ns`; with `done_key`, mark that step done in the same transaction."""
+        for u in units:
+            if u.namespace != ns:
+                raise StoreError(f"unit {u.id!r} has namespace {u.namespace!r}, not {ns!r}")
+        with self._tx() as db:
+            (start,) = db.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM units WHERE ns=?", (ns,)).fetchone()
+            for i, u in enumerate(units):
+                try:
+                    db.execute("INSERT INTO units VALUES (?, ?, ?, ?)",
+                               (ns, u.id, start + i, json.dumps(dataclasses.asdict(u), ensure_ascii=False)))
+                except sqlite3.IntegrityError as e:
+                    raise StoreError(f"namespace {ns!r}: unit id {u.id!r} already stored") from e
+            if done_key is not None:
+                db.execute("INSERT OR REPLACE INTO build_state VALUES (?, ?, ?)", (ns, done_key, time.time()))
+
+    def units(self, ns: str) -> list[AtomicUnit]:
+        """Units of `ns` in insertion order."""
+        rows = self._query("SELECT data FROM units WHERE ns=? ORDER BY seq", (ns,))
+        return [unit_from_dict(json.loads(r[0])) for r in rows]
+
+    def update_units(self, ns: str, units: list[AtomicUnit]) -> None:
+        """Rewrite stored units in place (same ids, same order); used for trace fields."""
+        with self._tx() as db:
+            self._update_units(db, ns, units)
+
+    def _update_units(self, db: sqlite3.Connection, ns: str, units: list[AtomicUnit]) -> None:
+        for u in units:
+            cur = db.execute("UPDATE units SET data=? WHERE ns=? AND id=?",
+                             (json.dumps(dataclasses.asdict(u), ensure_ascii=False), ns, u.id))
+            if cur.rowcount != 1:
+                raise StoreError(f"namespace {ns!r}: cannot update unknown unit {u.id!r}")
+
+    # ------------------------------------------------------------------ traces
+    def put_traces(self, ns: str, traces: list[MemoryTrace], units: list[AtomicUnit] | None = None) -> None:
+        """Replace all traces of `ns`; `units` (with their trace fields set) are rewritten in the same transaction."""
+        with self._tx() as db:
+            db.execute("DELETE FROM traces WHERE ns=?", (ns,))
+            for i, t in enumerate(traces):
+                db.execute("INSERT INTO traces VALUES (?, ?, ?, ?)",
+                           (ns, t.id, i, json.dumps(dataclasses.asdict(t), ensure_ascii=False)))
+            if units is not None:
+                self._update_units(db, ns, units)
+
+    def traces(self, ns: str) -> list[MemoryTrace]:
+        rows = self._query("SELECT data FROM traces WHERE ns=? ORDER BY seq", (ns,))
+        return [MemoryTrace(**json.loads(r[0])) for r in rows]
+
+    # ------------------------------------------------------------------ embeddings
+    def _emb_file(self, ns: str, kind: str) -> Path:
+        return self.emb_dir / f"{_safe_name(ns)}.{re.sub(r'[^A-Za-z0-9_-]+', '_', kind)}.npy"
+
+    def set_embeddings(self, ns: str, kind: str, ids: list[str], matrix: np.ndarray, model: str) -> None:
+        """Store a (len(ids), dim) float32 matrix for `ns`/`kind`, replacing any previous one."""
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+            raise StoreError(f"embeddings {ns!r}/{kind!r}: matrix shape {matrix.shape} does not match {len(ids)} ids")
+        path = self._emb_file(ns, kind)
+        fd, tmp = tempfile.mkstemp(dir=self.emb_dir, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, matrix)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (ns, kind, model, path.name, json.dumps(list(ids)), matrix.shape[0], matrix.shape[1]))
+
+    def get_embeddings(self, ns: str, kind: str) -> tuple[list[str], np.ndarray, str] | None:
+        rows = self._query("SELECT model, file, ids, rows, dim FROM embeddings WHERE ns=? AND kind=?", (ns, kind))
+        if not rows:
+            return None
+        model, file, ids_json, n, dim = rows[0]
+        path = self.emb_dir / file
+        if not path.exists():
+            return None  # file lost (e.g. removed by hand): callers recompute
+        matrix = np.load(path)
+        if matrix.shape != (n, dim):
+            # a rename from a later, interrupted write can leave a newer matrix than the metadata row
+            return None
+        return json.loads(ids_json), matrix, model
+
+    # ------------------------------------------------------------------ generic records
+    def put_records(self, ns: str, kind: str, records: list[dict[str, Any]]) -> None:
+        """Replace the records of `ns`/`kind` (JSON-able dicts, e.g. AnchorMem facts, events, chunks)."""
+        with self._tx() as db:
+            db.execute("DELETE FROM records WHERE ns=? AND kind=?", (ns, kind))
+            for i, r in enumerate(records):
+                db.execute("INSERT INTO records VALUES (?, ?, ?, ?)", (ns, kind, i, json.dumps(r, ensure_ascii=False)))
+
+    def get_records(self, ns: str, kind: str) -> list[dict[str, Any]]:
+        rows = self._query("SELECT data FROM records WHERE ns=? AND kind=? ORDER BY seq", (ns, kind))
+        return [json.loads(r[0]) for r in rows]
+
+    # ------------------------------------------------------------------ build state and failures
+    def mark_done(self, ns: str, step_key: str) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO build_state VALUES (?, ?, ?)", (ns, step_key, time.time()))
+
+    def is_done(self, ns: str, step_key: str) -> bool:
+        return bool(self._query("SELECT 1 FROM build_state WHERE ns=? AND step_key=?", (ns, step_key)))
+
+    def done_keys(self, ns: str) -> set[str]:
+        return {r[0] for r in self._query("SELECT step_key FROM build_state WHERE ns=?", (ns,))}
+
+    def clear_done(self, ns: str, prefix: str) -> None:
+        """Forget done markers starting with `prefix` (to force a step to run again)."""
+        with self._tx() as db:
+            db.execute("DELETE FROM build_state WHERE ns=? AND substr(step_key, 1, ?)=?", (ns, len(prefix), prefix))
+
+    def record_failure(self, ns: str, key: str, error: str, raw: str | None) -> None:
+        """Keep a failed step (e.g. a window whose LLM output stayed invalid) with its raw output."""
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)", (ns, key, error, raw, time.time()))
+
+    def clear_failure(self, ns: str, key: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM failures WHERE ns=? AND key=?", (ns, key))
+
+    def failures(self, ns: str) -> list[dict[str, Any]]:
+        rows = self._query("SELECT key, error, raw, at FROM failures WHERE ns=? ORDER BY key", (ns,))
+        return [{"key": k, "error": e, "raw": r, "at": a} for k, e, r, a in rows]
+
+    # ------------------------------------------------------------------ deletion
+    def delete_namespace(self, ns: str) -> None:
+        """Remove everything of `ns`, embedding files included."""
+        files = [r[0] for r in self._query("SELECT file FROM embeddings WHERE ns=?", (ns,))]
+        with self._tx() as db:
+            for table in ("conversations", "units", "traces", "embeddings", "records", "build_state", "failures"):
+                db.execute(f"DELETE FROM {table} WHERE ns=?", (ns,))
+        for f in files:
+            (self.emb_dir / f).unlink(missing_ok=True)
+        for stray in self.emb_dir.glob(f"{_safe_name(ns)}.*.npy"):
+            stray.unlink(missing_ok=True)

@@ -1,0 +1,95 @@
+"""MemoryStore: round trips, per-namespace isolation, atomic window commits, deletion."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+
+import numpy as np
+import pytest
+
+from qgmem.store import MemoryStore, StoreError
+from qgmem.types import AtomicUnit, MemoryTrace
+
+
+def _unit(ns: str, i: int, turn: str = "D1:1") -> AtomicUnit:
+    return AtomicUnit(id=f"{ns}/u{i}", namespace=ns, session_id="S1", text=f"claim {i}", first_turn=turn,
+                      last_turn=turn, turn_ids=[turn], speaker="Alice", subject="Alice", relation="go",
+                      object=f"place {i}", entities=["Alice"], fact_time_start="2023-05-07")
+
+
+def test_round_trip_and_order(tmp_path, tiny_conversation) -> None:
+    st = MemoryStore(tmp_path / "s")
+    st.put_conversation(tiny_conversation)
+    st.add_units("c1", [_unit("c1", 2), _unit("c1", 0)])
+    st.add_units("c1", [_unit("c1", 1)])
+    assert [u.id for u in st.units("c1")] == ["c1/u2", "c1/u0", "c1/u1"]  # insertion order, not id order
+    assert st.units("c1")[0] == _unit("c1", 2)
+    assert st.get_conversation("c1") == tiny_conversation
+    st.close()
+    # a new process sees the same thing
+    st2 = MemoryStore(tmp_path / "s")
+    assert st2.namespaces() == ["c1"]
+    assert [u.id for u in st2.units("c1")] == ["c1/u2", "c1/u0", "c1/u1"]
+    with pytest.raises(KeyError, match="nope"):
+        st2.get_conversation("nope")
+
+
+def test_wal_mode(tmp_path) -> None:
+    MemoryStore(tmp_path).close()
+    assert sqlite3.connect(tmp_path / "store.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_duplicate_unit_rolls_back_whole_window_and_marker(tmp_path) -> None:
+    st = MemoryStore(tmp_path)
+    st.add_units("n", [_unit("n", 0)], done_key="w0")
+    with pytest.raises(StoreError, match="n/u0"):
+        st.add_units("n", [_unit("n", 1), _unit("n", 0)], done_key="w1")
+    assert [u.id for u in st.units("n")] == ["n/u0"]  # u1 was rolled back with the failing window
+    assert st.is_done("n", "w0") and not st.is_done("n", "w1")
+
+
+def test_wrong_namespace_is_rejected(tmp_path) -> None:
+    with pytest.raises(StoreError, match="namespace"):
+        MemoryStore(tmp_path).add_units("a", [_unit("b", 0)])
+
+
+def test_traces_replace_and_update_units(tmp_path) -> None:
+    st = MemoryStore(tmp_path)
+    us = [_unit("n", 0), _unit("n", 1)]
+    st.add_units("n", us)
+    t = MemoryTrace("n/t0", "n", "Alice", "go", ["n/u0", "n/u1"], ["origin", "update"], "n/u1")
+    us = [dataclasses.replace(us[0], trace_id="n/t0", trace_role="origin", superseded=True),
+          dataclasses.replace(us[1], trace_id="n/t0", trace_role="update")]
+    st.put_traces("n", [t], us)
+    assert st.traces("n") == [t]
+    assert [(u.trace_role, u.superseded) for u in st.units("n")] == [("origin", True), ("update", False)]
+    st.put_traces("n", [])
+    assert st.traces("n") == []
+
+
+def test_embeddings_records_failures_and_delete(tmp_path) -> None:
+    st = MemoryStore(tmp_path)
+    st.add_units("a", [_unit("a", 0)])
+    st.add_units("b", [_unit("b", 0)])
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    st.set_embeddings("a", "claim", ["x", "y"], m, "minilm")
+    st.set_embeddings("b", "claim", ["z"], m[:1], "minilm")
+    ids, got, model = st.get_embeddings("a", "claim")
+    assert ids == ["x", "y"] and model == "minilm" and np.array_equal(got, m)
+    assert st.get_embeddings("a", "object") is None
+    with pytest.raises(StoreError, match="shape"):
+        st.set_embeddings("a", "claim", ["x"], m, "minilm")
+    st.put_records("a", "facts", [{"f": 1}, {"f": 2}])
+    st.put_records("a", "facts", [{"f": 3}])
+    assert st.get_records("a", "facts") == [{"f": 3}]
+    st.record_failure("a", "extract:S1#w0", "invalid JSON", "{oops")
+    assert st.failures("a")[0]["raw"] == "{oops"
+    st.mark_done("a", "step")
+    files_before = sorted(p.name for p in (tmp_path / "embeddings").glob("*.npy"))
+    assert len(files_before) == 2
+    st.delete_namespace("a")
+    assert st.units("a") == [] and st.get_embeddings("a", "claim") is None and st.failures("a") == []
+    assert not st.is_done("a", "step") and st.get_records("a", "facts") == []
+    assert len(list((tmp_path / "embeddings").glob("*.npy"))) == 1  # b's file stays
+    assert st.namespaces() == ["b"] and st.get_embeddings("b", "claim")[0] == ["z"]
