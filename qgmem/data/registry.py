@@ -1,0 +1,86 @@
+"""Benchmark names -> loaders, so evaluation configs can say ``dataset: locomo``.
+
+Files come from ``data_dir`` (default `qgmem.paths.data_dir()`, i.e. $QGMEM_DATA_DIR); a missing
+LoCoMo/LongMemEval/BEAM file is downloaded (`download.ensure`) unless ``download=False``. ConvoMem and
+FactConsolidation are read from ``<data_dir>/convomem`` / ``<data_dir>/memoryagentbench`` when those
+exist, else from the HF hub through `datasets`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ..paths import data_dir as default_data_dir
+from ..types import Conversation
+from . import download as dl
+from .beam import load_beam
+from .convomem import load_convomem
+from .factconsolidation import load_factconsolidation
+from .locomo import load_locomo
+from .longmemeval import default_path as lme_path
+from .longmemeval import load_longmemeval
+
+DATASET_NAMES = ("locomo", "longmemeval-oracle", "longmemeval-s", "beam-128k", "beam-500k", "convomem",
+                 "factconsolidation-sh", "factconsolidation-mh")
+
+
+def _locomo(root: Path, download: bool, **kw: Any) -> list[Conversation]:
+    p = root / "locomo" / "locomo10.json"
+    if not p.exists():
+        dl.ensure("locomo", root, download)
+    return load_locomo(p, **kw)
+
+
+def _lme(variant: str) -> Callable[..., list[Conversation]]:
+    def load(root: Path, download: bool, **kw: Any) -> list[Conversation]:
+        p = lme_path(variant, root)  # type: ignore[arg-type]
+        if not p.exists():
+            dl.ensure(f"longmemeval-{variant}", root, download)
+            p = lme_path(variant, root)  # type: ignore[arg-type]
+        return load_longmemeval(variant, p, **kw)  # type: ignore[arg-type]
+    return load
+
+
+def _beam(scale: str) -> Callable[..., list[Conversation]]:
+    def load(root: Path, download: bool, **kw: Any) -> list[Conversation]:
+        qdir = root / "beam" / "chats" / ("100K" if scale == "128K" else "500K")
+        have_500k_chats = (root / "beam" / "beam_500K_chats.json.xz").exists() or (qdir / "1" / "chat.json").exists()
+        if not qdir.is_dir() or (scale == "500K" and not have_500k_chats):
+            dl.ensure(f"beam-{scale.lower()}", root, download)
+        return load_beam(scale, root / "beam", **kw)  # type: ignore[arg-type]
+    return load
+
+
+def _convomem(root: Path, download: bool, **kw: Any) -> list[Conversation]:
+    local = root / "convomem"
+    return load_convomem(local if local.exists() else None, **kw)
+
+
+def _fc(variant: str) -> Callable[..., list[Conversation]]:
+    def load(root: Path, download: bool, **kw: Any) -> list[Conversation]:
+        local = root / "memoryagentbench"
+        return load_factconsolidation(variant, path=local if local.exists() else None, **kw)  # type: ignore[arg-type]
+    return load
+
+
+_LOADERS: dict[str, Callable[..., list[Conversation]]] = {
+    "locomo": _locomo,
+    "longmemeval-oracle": _lme("oracle"),
+    "longmemeval-s": _lme("s"),
+    "beam-128k": _beam("128K"),
+    "beam-500k": _beam("500K"),
+    "convomem": _convomem,
+    "factconsolidation-sh": _fc("sh"),
+    "factconsolidation-mh": _fc("mh"),
+}
+
+
+def load_dataset_by_name(name: str, data_dir: str | Path | None = None, download: bool = True,
+                         **kw: Any) -> list[Conversation]:
+    """Load a benchmark by registry name; extra keywords go to its loader (e.g. ``limit=5``)."""
+    key = name.lower()
+    if key not in _LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}")
+    root = Path(data_dir) if data_dir else default_data_dir()
+    return _LOADERS[key](root, download, **kw)
