@@ -1,0 +1,1 @@
+"""Evaluation: answer metrics, LLM judge, coverage, bootstrap CIs, resumable runs and reports."""
