@@ -70,6 +70,9 @@ def load_convomem(path: str | Path | None = None, evidence_types: Sequence[str] 
             out.extend(_items(Path(f"{HF_ROOT}/{etype}/{n}_evidence"), f"{etype}/{n}_evidence", etype, n, rows))
             if limit is not None and len(out) >= limit:
                 return out[:limit]
+    if not out:
+        raise DataError(Path(HF_REPO), "", f"no evidence files for types {list(types)} and counts {list(counts)} "
+                                           f"under {HF_ROOT}/")
     return out
 
 
@@ -82,8 +85,12 @@ def hub_rows(repo: str, data_files: str | list[str]) -> list[dict[str, Any]] | N
 
     try:
         ds = datasets.load_dataset(repo, data_files=data_files, field="evidence_items", split="train")
-    except FileNotFoundError:
+    except (FileNotFoundError, StopIteration):  # no file matches (hub: FileNotFoundError; local: StopIteration)
         return None
+    except ConnectionError as e:
+        raise DataError(Path(repo), "", f"cannot reach the HF hub ({e}); download {HF_ROOT}/ from "
+                                        f"https://huggingface.co/datasets/{HF_REPO} and put it under "
+                                        f"<data dir>/convomem/ (or pass path=)") from None
     return list(ds)
 
 

@@ -76,8 +76,14 @@ def hub_rows(repo: str, split: str, data_files: Any = None) -> list[dict[str, An
     """Rows of a `datasets` split (``repo`` may be "parquet"/"json" with local ``data_files``)."""
     import datasets  # heavy import, only when needed
 
-    ds = datasets.load_dataset(repo, split=split, data_files=data_files) if data_files else \
-        datasets.load_dataset(repo, split=split)
+    try:
+        ds = datasets.load_dataset(repo, split=split, data_files=data_files) if data_files else \
+            datasets.load_dataset(repo, split=split)
+    except ConnectionError as e:
+        raise DataError(Path(repo), "", f"cannot reach the HF hub ({e}); download "
+                                        f"data/{HF_SPLIT}-00000-of-00001.parquet from "
+                                        f"https://huggingface.co/datasets/{HF_REPO} and put it under "
+                                        f"<data dir>/memoryagentbench/ (or pass path=)") from None
     return list(ds)
 
 
