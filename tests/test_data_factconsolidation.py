@@ -65,6 +65,7 @@ def test_hub_is_used_without_a_path(monkeypatch):
 
 
 def test_missing_size_and_bad_arguments():
+    assert [c.id for c in load_factconsolidation("sh", path=ROWS)] == ["factconsolidation_sh_6k"]  # all present
     with pytest.raises(DataError, match="no row with metadata.source factconsolidation_sh_32k"):
         load_factconsolidation("sh", sizes=["6k", "32k"], path=ROWS)
     with pytest.raises(ValueError, match="variant"):

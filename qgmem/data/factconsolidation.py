@@ -45,9 +45,13 @@ def source_name(variant: str, size: str) -> str:
 
 def load_factconsolidation(variant: Literal["sh", "mh"] = "sh", sizes: Sequence[str] | None = None,
                            path: str | Path | None = None, facts_per_session: int = 50) -> list[Conversation]:
-    """One Conversation per context size; rows from a local parquet/json/jsonl file or folder, else the HF hub."""
+    """One Conversation per context size; rows from a local parquet/json/jsonl file or folder, else the HF hub.
+
+    ``sizes=None`` takes every size present (an error only if none is); named sizes must all be present.
+    """
     if variant not in ("sh", "mh"):
         raise ValueError(f"unknown FactConsolidation variant {variant!r}; choose 'sh' or 'mh'")
+    explicit = sizes is not None
     sizes = tuple(sizes or SIZES)
     bad = [s for s in sizes if s not in SIZES]
     if bad:
@@ -67,9 +71,9 @@ def load_factconsolidation(variant: Literal["sh", "mh"] = "sh", sizes: Sequence[
         if src in wanted:
             found[src] = _row(Ctx(file, f"row {i} ({src})"), row, variant, wanted[src], facts_per_session)
     missing = [s for s in wanted if s not in found]
-    if missing:
+    if missing and (explicit or not found):
         raise DataError(file, "", f"no row with metadata.source {', '.join(missing)}")
-    return [found[s] for s in wanted]
+    return [found[s] for s in wanted if s in found]
 
 
 def hub_rows(repo: str, split: str, data_files: Any = None) -> list[dict[str, Any]]:
