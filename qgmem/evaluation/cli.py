@@ -1,0 +1,71 @@
+"""`python evaluate.py --config configs/eval/NAME.yaml [key=value ...] [--resume]` (= `qgmem evaluate`).
+
+A config with ``task: retrieval`` is handed to the retrieval benchmark
+(`qgmem.retrieve.benchmark.main`); everything else is a question-answering evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+import yaml
+
+from qgmem.config import ConfigError, apply_overrides, load_config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="YAML file under configs/eval/")
+    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. subset.per_category=5 methods=[naive-rag]")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the latest unfinished run of this benchmark/methods (finished questions are skipped)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def task_of(config: str, overrides: list[str]) -> str:
+    """The `task` the YAML (after overrides) asks for: "qa" unless it says "retrieval"."""
+    p = Path(config)
+    if not p.exists():
+        raise ConfigError(f"config file not found: {p}")
+    data = yaml.safe_load(p.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: top level must be a mapping")
+    apply_overrides(data, [o for o in overrides if o.split("=", 1)[0].strip() == "task"])
+    return str(data.get("task", "qa"))
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = list(args.overrides or [])
+    try:
+        task = task_of(args.config, overrides)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if task == "retrieval":
+        from qgmem.retrieve.benchmark import main as retrieval_main
+
+        return int(retrieval_main(args.config, overrides) or 0)
+    from qgmem.evaluation.config import EvalConfig
+    from qgmem.evaluation.report import score_table
+    from qgmem.evaluation.runner import Evaluator
+
+    try:
+        cfg = load_config(EvalConfig, args.config, overrides)
+    except (ConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    command = "python evaluate.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None
+    ev = Evaluator(cfg, resume=args.resume, show_progress=not args.quiet, command=command)
+    summary = ev.run()
+    print()
+    print(score_table(summary))
+    print(f"\n[evaluate] report: {ev.run_dir / 'report.md'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="evaluate.py", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

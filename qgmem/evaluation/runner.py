@@ -1,0 +1,199 @@
+"""The evaluation loop: build each method's memory per conversation, activate, answer, score,
+append one JSONL line per question, then summarise and report.
+
+Resumable: a question whose line is already in ``predictions.jsonl`` is skipped, and every number
+in the summary is recomputed from the JSONL files, so an interrupted and resumed run reports the
+same scores as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from qgmem.evaluation.config import EvalConfig
+from qgmem.evaluation.metrics import answer_scores, count_tokens
+from qgmem.evaluation.runs import BUILDS, PREDICTIONS, finish_run, open_run
+from qgmem.evaluation.subset import select
+from qgmem.io import append_jsonl, read_jsonl
+from qgmem.llm.base import ChatBackend, Usage
+from qgmem.types import Conversation, Question, WorkingMemory
+
+
+def load_benchmark(cfg: EvalConfig) -> list[Conversation]:
+    """Conversations (with questions) of `cfg.benchmark` through the shared data registry."""
+    from qgmem.data.registry import load_dataset_by_name
+
+    return list(load_dataset_by_name(cfg.benchmark, data_dir=cfg.data_dir, download=False, **cfg.data_options))
+
+
+def _usage_snapshot(backend: ChatBackend | None) -> dict[str, dict[str, Any]]:
+    return copy.deepcopy(backend.usage.as_dict()) if backend is not None else {}
+
+
+def usage_delta(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per-phase difference of two `Usage.as_dict()` snapshots (phases without calls left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for phase, a in after.items():
+        b = before.get(phase, {})
+        d = {k: a[k] - b.get(k, 0) for k in a}
+        if d.get("calls", 0):
+            out[phase] = d
+    return out
+
+
+def merge_usage(*parts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for phase, d in part.items():
+            tgt = out.setdefault(phase, {})
+            for k, v in d.items():
+                tgt[k] = tgt.get(k, 0) + v
+    return out
+
+
+def _retrieval_scores(wm: WorkingMemory, q: Question, k: int, turn_tokens: dict[str, int],
+                      budget: int) -> dict[str, float] | None:
+    from qgmem.evaluation.retrieval_metrics import score_question
+
+    items = [list(it.turn_ids) for it in wm.items]
+    s = score_question(items, q.evidence, k, turn_tokens, budget)
+    if s is None:
+        return None
+    return {"recall": s.recall, "all_hit": s.all_hit, "precision": s.precision, "ndcg": s.ndcg,
+            "budget_recall": s.budget_recall}
+
+
+class Evaluator:
+    """Holds the backends and the run folder for one `EvalConfig`."""
+
+    def __init__(self, cfg: EvalConfig, answer_backend: ChatBackend | None = None,
+                 judge_backend: ChatBackend | None = None, resume: bool = False, show_progress: bool = True, command: str | None = None):
+        self.cfg = cfg
+        self.command = command
+        self.run_dir, self.resumed = open_run(cfg, resume=resume)
+        self._answer_backend = answer_backend
+        self._judge_backend = judge_backend
+        self.show_progress = show_progress
+
+    @property
+    def answer_backend(self) -> ChatBackend:
+        if self._answer_backend is None:
+            from qgmem.llm import make_backend
+
+            self._answer_backend = make_backend(self.cfg.answer.llm)
+        return self._answer_backend
+
+    @property
+    def judge_backend(self) -> ChatBackend | None:
+        if not self.cfg.judge.enabled:
+            return None
+        if self._judge_backend is None:
+            from qgmem.llm import make_backend
+
+            self._judge_backend = make_backend(self.cfg.judge.llm)
+        return self._judge_backend
+
+    def _make_method(self, name: str) -> Any:
+        from qgmem.methods import make_method
+
+        store = self.cfg.store_dir or str(self.run_dir / "store")
+        opts = dict(self.cfg.method_options.get(name, {}))
+        needs_llm = name not in ("naive-rag", "bm25-turns", "full-context")
+        return make_method(name, store=store, llm=self.answer_backend if needs_llm else None, **opts)
+
+    def run(self, conversations: list[Conversation] | None = None) -> dict[str, Any]:
+        """Answer and score every selected question not yet in the JSONL; return the summary."""
+        from qgmem.evaluation.coverage import semantic_coverage
+        from qgmem.evaluation.judge import Judge
+        from qgmem.evaluation.report import write_outputs
+        from qgmem.methods import generate_answer
+
+        cfg = self.cfg
+        convs = conversations if conversations is not None else load_benchmark(cfg)
+        selection = select(convs, cfg.subset)
+        n_q = sum(len(qs) for _, qs in selection)
+        if n_q == 0:
+            raise ValueError(f"{cfg.benchmark}: the subset selects no question ({cfg.subset})")
+        pred_path = self.run_dir / PREDICTIONS
+        done = {(r["method"], r["question_id"]) for r in read_jsonl(pred_path)}
+        print(f"[evaluate] {cfg.benchmark}: {len(selection)} conversation(s), {n_q} question(s) x "
+              f"{len(cfg.methods)} method(s); run {self.run_dir} ({len(done)} already done)")
+        judge = None
+        for name in cfg.methods:
+            method = None
+            for conv, qs in selection:
+                todo = [q for q in qs if (name, q.id) not in done]
+                if not todo:
+                    continue
+                if method is None:
+                    method = self._make_method(name)
+                ab = self.answer_backend if name != "qgmem" else self._answer_backend
+                before = _usage_snapshot(ab)
+                t0 = time.perf_counter()
+                method.build(conv)
+                build_s = time.perf_counter() - t0
+                append_jsonl(self.run_dir / BUILDS, [{"method": name, "conversation_id": conv.id, "seconds": build_s,
+                                                     "usage": usage_delta(before, _usage_snapshot(ab))}])
+                turn_tokens = {t.id: count_tokens(t.render()) for t in conv.turns()}
+                bar = tqdm(todo, desc=f"{name} {conv.id}", disable=not self.show_progress, leave=False)
+                for q in bar:
+                    if judge is None and self.judge_backend is not None:
+                        judge = Judge(self.judge_backend, cfg.benchmark, cfg.judge.repeats,
+                                      cfg.judge.parse_retries, cfg.judge.max_tokens)
+                    rec = self._one_question(name, method, conv, q, ab, judge, turn_tokens,
+                                             generate_answer, semantic_coverage)
+                    append_jsonl(pred_path, [rec])
+        finish_run(self.run_dir)
+        return write_outputs(self.run_dir, cfg, self.command)
+
+    def _one_question(self, name: str, method: Any, conv: Conversation, q: Question, ab: ChatBackend | None,
+                      judge: Any, turn_tokens: dict[str, int], generate_answer: Any, semantic_coverage: Any) -> dict:
+        cfg = self.cfg
+        jb = self.judge_backend
+        before_a, before_j = _usage_snapshot(ab), _usage_snapshot(jb)
+        t0 = time.perf_counter()
+        wm = method.activate(q, k=cfg.k)
+        retrieval_s = time.perf_counter() - t0
+        ans = generate_answer(method, q, wm, ab, max_tokens=cfg.answer.max_tokens, with_graph=cfg.answer.with_graph)
+        rec: dict[str, Any] = {
+            "method": name, "question_id": q.id, "conversation_id": conv.id, "category": str(q.category),
+            "question": q.text, "references": list(q.answers), "prediction": ans.prediction, "raw_output": ans.raw,
+            "answer_error": ans.error, "cited": ans.cited,
+            "retrieved": [{"label": it.label, "kind": it.kind, "unit_id": it.unit.id if it.unit else None,
+                           "turn_ids": list(it.turn_ids), "score": float(it.score)} for it in wm.items],
+            "turn_ids": wm.turn_ids(), "gold_turn_ids": list(q.evidence),
+            "context_tokens": count_tokens(ans.memory_text), "method_context_tokens": int(wm.context_tokens),
+            "truncated": bool(wm.meta.get("truncated", False)),
+            "retrieval_seconds": retrieval_s, "generation_seconds": ans.seconds,
+        }
+        rec["scores"] = answer_scores(ans.prediction, list(q.answers), str(q.category), cfg.benchmark)
+        rec["retrieval"] = _retrieval_scores(wm, q, cfg.k, turn_tokens, cfg.retrieval_token_budget)
+        if judge is not None:
+            if ans.error is None:
+                rec["judge"] = judge.judge(q, ans.prediction).as_dict()
+            else:  # nothing to grade: the answer itself failed (counted separately)
+                rec["judge"] = {"runs": [None] * cfg.judge.repeats, "score": None,
+                                "failed_runs": cfg.judge.repeats, "reasons": ["FAILED: no answer"], "prompt": "",
+                                "parse_repairs": 0}
+            if cfg.coverage.enabled and jb is not None and rec["scores"].get("scoring") == "answer":
+                rec["coverage"] = semantic_coverage(jb, q, ans.prediction).as_dict()
+        rec["usage"] = merge_usage(usage_delta(before_a, _usage_snapshot(ab)),
+                                   usage_delta(before_j, _usage_snapshot(jb)))
+        return rec
+
+
+def evaluate(cfg: EvalConfig, conversations: list[Conversation] | None = None,
+             answer_backend: ChatBackend | None = None, judge_backend: ChatBackend | None = None,
+             resume: bool = False, show_progress: bool = True) -> tuple[Path, dict[str, Any]]:
+    """Run (or resume) one evaluation; returns (run folder, summary)."""
+    ev = Evaluator(cfg, answer_backend, judge_backend, resume=resume, show_progress=show_progress)
+    summary = ev.run(conversations)
+    return ev.run_dir, summary
+
+
+__all__ = ["evaluate", "Evaluator", "usage_delta", "merge_usage", "Usage"]

@@ -1,0 +1,76 @@
+"""The answer (generation) step and the method registry, against the local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openai_server import OpenAIServer
+
+from qgmem.baselines.full_context import FullContext
+from qgmem.evaluation.config import EvalConfig
+from qgmem.evaluation.runner import evaluate
+from qgmem.io import read_jsonl
+from qgmem.llm import LLMConfig, make_backend
+from qgmem.methods import MethodUnavailable, generate_answer, make_method
+
+
+def _backend(srv: OpenAIServer, retries: int = 1):
+    return make_backend(LLMConfig(backend="openai", model="answerer", base_url=srv.base_url, cache=False,
+                                  max_retries=retries, backoff_base_s=0.01, backoff_max_s=0.02, timeout_s=10))
+
+
+def test_answer_path_sends_memory_and_question_and_parses_the_answer_line(tiny_conversation):
+    m = FullContext()
+    m.build(tiny_conversation)
+    q = tiny_conversation.questions[0]
+    wm = m.activate(q)
+    with OpenAIServer(["Alice moved to Globex [S2].\nAnswer: Globex"]) as srv:
+        b = _backend(srv)
+        ans = generate_answer(m, q, wm, b, max_tokens=40)
+        req = srv.requests[0]
+    assert ans.prediction == "Globex" and ans.error is None and ans.cited == []
+    user = req["messages"][-1]["content"]
+    assert "Alice: Big news: I left Acme Corp" in user and "Where does Alice work now?" in user
+    assert "10:00 am on 20 August, 2023" in user  # session dates reach the model
+    assert req["max_tokens"] == 40 and req["temperature"] == 0.0
+    g = b.usage.phases["generation"]
+    assert g.calls == 1 and g.prompt_tokens > 0 and ans.prompt_tokens == g.prompt_tokens
+
+
+def test_failed_answers_are_recorded_and_counted_not_dropped(tmp_path, tiny_conversation):
+    cfg = EvalConfig(methods=["full-context"], output_dir=str(tmp_path), bootstrap_resamples=200)
+    with OpenAIServer(lambda req: (503, json.dumps({"error": {"message": "overloaded"}}))) as srv:
+        run_dir, s = evaluate(cfg, [tiny_conversation], _backend(srv, retries=1), show_progress=False)
+    recs = list(read_jsonl(run_dir / "predictions.jsonl"))
+    assert len(recs) == 3 and all(r["answer_error"] and r["prediction"] == "" for r in recs)
+    assert s["methods"]["full-context"]["overall"]["answer_failed"] == 3
+    assert s["methods"]["full-context"]["costs"]["llm"]["generation"]["failed"] == 3
+    assert "Failed answer calls" in (run_dir / "report.md").read_text()
+
+
+def test_full_context_keeps_the_newest_turns_within_the_budget_and_says_so(tiny_conversation):
+    m = FullContext(max_context_tokens=30)
+    m.build(tiny_conversation)
+    wm = m.activate(tiny_conversation.questions[0])
+    kept = wm.turn_ids()
+    assert kept[-1] == "D2:4" and "D1:1" not in kept
+    all_ids = [t.id for t in tiny_conversation.turns()]
+    assert kept == all_ids[-len(kept):]  # a contiguous newest stretch
+    assert wm.meta["truncated"] and wm.meta["dropped_turns"] == len(all_ids) - len(kept)
+    assert wm.context_tokens <= 30
+    assert "turns were cut to fit the context budget" in m.render(wm)
+    whole = FullContext()
+    whole.build(tiny_conversation)
+    assert not whole.activate(tiny_conversation.questions[0]).meta["truncated"]
+
+
+def test_registry_errors_name_the_method(tmp_path):
+    with pytest.raises(MethodUnavailable, match="unknown method 'magic'"):
+        make_method("magic")
+    with pytest.raises(MethodUnavailable, match="checkpoint"):
+        make_method("qgmem", store_root=tmp_path / "store")
+    with pytest.raises(MethodUnavailable, match="full-context"):
+        make_method("full-context", max_tokens=3)
+    m = make_method("bm25-turns")
+    assert m.name == "bm25-turns" and callable(m.activate)
