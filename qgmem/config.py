@@ -46,6 +46,11 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         return [_coerce(inner, v, f"{where}[{i}]") for i, v in enumerate(value)]
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if tp is float and isinstance(value, str):  # YAML 1.1 reads "1e-4" (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
     if tp in (int, float, str, bool) and not isinstance(value, tp):
         raise ConfigError(f"{where}: expected {tp.__name__}, got {value!r}")
     return value
