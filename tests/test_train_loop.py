@@ -1,0 +1,188 @@
+"""The training loop on a tiny frozen LM and a tiny prepared set: it learns, it resumes exactly,
+its accumulation is real, and it refuses to train LLM weights."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from qgmem.prepare import save_prepared
+from qgmem.train import TrainConfig, shuffled_graphs, train
+from qgmem.config import load_config
+from tiny_models import make_tiny
+
+COLOURS = ["red", "green", "blue", "yellow", "purple", "orange"]
+DIM = 16
+
+
+def _vec(word: str) -> list[float]:
+    g = torch.Generator().manual_seed(sum(ord(c) * 31 ** i for i, c in enumerate(word)) % (2 ** 31))
+    v = torch.randn(DIM, generator=g)
+    return (v / v.norm()).tolist()
+
+
+def _row(i: int, split: str) -> dict:
+    """Synthetic example: the answer (a colour) is carried only by the graph edge item -has_colour-> colour."""
+    colour = COLOURS[i % len(COLOURS)]
+    item = f"item{i % 40}"
+    return {
+        "id": f"ex{i}", "conversation_id": f"c{i}", "split": split,
+        "question": f"what is the secret colour of {item} ?", "question_time": "", "category": "x",
+        "answer": colour, "answers": [colour], "evidence": [],
+        "memory_text": f"[m1] the secret colour of {item} is in the graph .",
+        "labels": ["M1"], "item_texts": [f"secret colour of {item}"], "item_turn_ids": [["D1:1"]],
+        "x": [_vec(item), _vec(colour)], "edge_index": [[0, 1]], "edge_attr": [_vec("has_colour")],
+        "node_text": [item, colour], "edge_text": ["has_colour"], "edge_labels": ["M1"], "num_nodes": 2,
+    }
+
+
+@pytest.fixture(autouse=True)
+def _fresh_accelerate_state():
+    """`accelerate` keeps process-wide singletons; each run in this process starts clean. One torch
+    thread: the tiny model is 10x faster that way on a shared 2-core machine."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    yield
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_setup(tmp_path_factory) -> tuple[Path, Path]:
+    """(tiny LLM folder, prepared dir) shared by the tests of this module."""
+    root = tmp_path_factory.mktemp("train")
+    llm, tok = make_tiny("qwen3", seed=0, hidden=32)
+    llm_dir = root / "llm"
+    llm.save_pretrained(llm_dir)
+    tok.save_pretrained(llm_dir)
+    rows = {"train": [_row(i, "train") for i in range(24)],
+            "val": [_row(100 + i, "val") for i in range(6)],
+            "test": [_row(200 + i, "test") for i in range(6)]}
+    save_prepared(rows, root / "prepared", {"synthetic": True}, DIM, DIM)
+    return llm_dir, root / "prepared"
+
+
+def _cfg(llm_dir: Path, prepared: Path, out: Path, *overrides: str) -> TrainConfig:
+    base = [
+        f"output_dir={out}", f"model.name={llm_dir}", f"data.dir={prepared}", "data.prepare_if_missing=false",
+        "data.max_length=160", "encoder.hidden=32", "encoder.heads=2", "encoder.projector_hidden=64",
+        "encoder.dropout=0.1", "optim.lr=3e-3", "optim.warmup_steps=2", "optim.batch_size=4",
+        "optim.eval_batch_size=6", "eval.every=5", "save_every=5", "progress=false", "eval.test_gen_examples=2",
+        "eval.max_new_tokens=4",
+    ]
+    return load_config(TrainConfig, None, base + list(overrides))
+
+
+def _trainable(out: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(out / "last" / "trainable.safetensors"))
+
+
+def test_loss_decreases_and_report(tiny_setup, tmp_path):
+    llm_dir, prepared = tiny_setup
+    out = tmp_path / "run"
+    rep = train(_cfg(llm_dir, prepared, out, "optim.max_steps=20", "eval.every=5", "optim.lr=1e-2"))
+    # held-out answer loss goes down from the untrained encoder (step 0) and keeps the best
+    val = [h["val_loss"] for h in rep["history"] if "val_loss" in h]
+    assert len(val) == 5 and rep["history"][0]["step"] == 0
+    assert min(val[1:]) < val[0] - 1e-3, val
+    assert rep["best"]["val_loss"] == min(val) and rep["best"]["step"] > 0
+    # checkpoint + report artefacts
+    assert (out / "best" / "model.safetensors").exists() and (out / "best" / "qgmem_config.json").exists()
+    assert json.loads((out / "best" / "val_metrics.json").read_text())["val_loss"] == min(val)
+    saved = json.loads((out / "report.json").read_text())
+    assert saved["steps"] == 20 and saved["parameters"]["trainable"] > 0
+    t = saved["test"]
+    assert t["n"] == 6 and t["n_generated"] == 2
+    for cond in ("graph+text", "text only", "shuffled graph+text"):
+        assert math.isfinite(t[cond]["loss"]) and 0.0 <= t[cond]["f1"] <= 1.0 and len(t[cond]["samples"]) == 2
+    # the controls really differ from the trained condition
+    assert t["graph+text"]["loss"] != t["text only"]["loss"]
+    assert t["graph+text"]["loss"] != t["shuffled graph+text"]["loss"]
+    assert "| graph+text |" in (out / "report.md").read_text()
+    # only trainable weights are checkpointed: no LLM tensor in best/
+    names = load_file(str(out / "best" / "model.safetensors")).keys()
+    assert names and all(n.startswith("graph_encoder.") for n in names)
+
+
+def test_kill_and_resume_matches_uninterrupted(tiny_setup, tmp_path):
+    llm_dir, prepared = tiny_setup
+    common = ("optim.max_steps=8", "optim.batch_size=2", "optim.grad_accum=2", "save_every=2", "eval.every=4",
+              "eval.test=false")  # 24 examples / (2 x 2) = 6 steps per epoch: the run crosses an epoch
+    full = train(_cfg(llm_dir, prepared, tmp_path / "full", *common))
+    assert full["steps"] == 8 and full["resumed_from"] == []
+
+    stopped = train(_cfg(llm_dir, prepared, tmp_path / "killed", *common, "stop_after_steps=7"))
+    assert stopped == {"stopped_at": 7}
+    state = json.loads((tmp_path / "killed" / "last" / "trainer_state.json").read_text())
+    assert state["step"] == 6  # the last save before the "kill"; step 7 is lost and redone
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    resumed = train(_cfg(llm_dir, prepared, tmp_path / "killed", *common))
+    assert resumed["resumed_from"] == [6] and resumed["steps"] == 8
+    a, b = _trainable(tmp_path / "full"), _trainable(tmp_path / "killed")
+    assert a.keys() == b.keys()
+    for n in a:
+        assert torch.equal(a[n], b[n]), n
+    # the per-step losses after resuming are the uninterrupted run's
+    la = {h["step"]: h["train_loss"] for h in full["history"] if "train_loss" in h}
+    lb = {h["step"]: h["train_loss"] for h in resumed["history"] if "train_loss" in h}
+    assert la == lb
+
+
+def test_gradient_accumulation_matches_large_batch(tiny_setup, tmp_path):
+    """2 micro-batches of 2 accumulate to exactly one batch of 4 (equal answer lengths, dropout off)."""
+    llm_dir, prepared = tiny_setup
+    common = ("optim.max_steps=3", "encoder.dropout=0.0", "eval.test=false", "eval.every=100")
+    acc = train(_cfg(llm_dir, prepared, tmp_path / "acc", *common, "optim.batch_size=2", "optim.grad_accum=2"))
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    big = train(_cfg(llm_dir, prepared, tmp_path / "big", *common, "optim.batch_size=4", "optim.grad_accum=1"))
+    assert acc["steps"] == big["steps"] == 3
+    a, b = _trainable(tmp_path / "acc"), _trainable(tmp_path / "big")
+    for n in a:
+        assert torch.allclose(a[n], b[n], atol=1e-5, rtol=1e-4), n
+
+
+def test_llm_weights_cannot_train(tiny_setup, tmp_path, monkeypatch):
+    from qgmem.model import graph_token_lm
+
+    orig = graph_token_lm.GraphTokenLM.__init__
+
+    def leaky(self, *a, **kw):
+        orig(self, *a, **kw)
+        self.llm.get_output_embeddings().weight.requires_grad_(True)
+
+    monkeypatch.setattr(graph_token_lm.GraphTokenLM, "__init__", leaky)
+    llm_dir, prepared = tiny_setup
+    with pytest.raises(RuntimeError, match="LLM parameters would train"):
+        train(_cfg(llm_dir, prepared, tmp_path / "leak", "optim.max_steps=1"))
+
+
+def test_shuffled_graphs_is_a_derangement():
+    from dataclasses import dataclass
+
+    @dataclass
+    class E:
+        id: str
+        graph: object
+
+    exs = [E(str(i), object()) for i in range(7)]
+    sh = shuffled_graphs(exs, seed=3)
+    assert [e.id for e in sh] == [e.id for e in exs]
+    assert all(s.graph is not e.graph for s, e in zip(sh, exs))
+    assert {id(s.graph) for s in sh} == {id(e.graph) for e in exs}
+    assert [id(s.graph) for s in shuffled_graphs(exs, seed=3)] == [id(s.graph) for s in sh]
