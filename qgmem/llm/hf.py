@@ -9,6 +9,7 @@ and generates them together with left padding; one lock serialises access to the
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -16,7 +17,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..paths import cache_dir
 from .base import ChatBackend, ChatRequest, ChatResult, LLMError
@@ -38,6 +39,22 @@ def _smollm2_gguf() -> tuple[str, str]:
     return folder, SMOLLM2_GGUF
 
 
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Inter-process lock so that parallel jobs convert the model once, not once each."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: the atomic rename still keeps the folder consistent
+        yield
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def local_model_path(name: str) -> str:
     """Folder or hub id for `name`. "smollm2" is converted once from the packaged GGUF into
     cache_dir()/models/smollm2-135m-instruct (written to a temp dir, then renamed into place,
@@ -47,8 +64,9 @@ def local_model_path(name: str) -> str:
     target = cache_dir() / "models" / SMOLLM2_DIR
     if (target / "config.json").exists():
         return str(target)
-    with _convert_lock:
-        if (target / "config.json").exists():
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _convert_lock, _file_lock(target.parent / f".{SMOLLM2_DIR}.lock"):
+        if (target / "config.json").exists():  # another thread or process finished it meanwhile
             return str(target)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -56,6 +74,7 @@ def local_model_path(name: str) -> str:
         folder, fname = _smollm2_gguf()
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{SMOLLM2_DIR}-", dir=target.parent))
+        os.chmod(tmp, 0o755)
         try:
             tok = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
             src = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
