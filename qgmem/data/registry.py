@@ -18,11 +18,13 @@ from .beam import load_beam
 from .convomem import load_convomem
 from .factconsolidation import load_factconsolidation
 from .locomo import load_locomo
+from .msc import default_path as msc_path
+from .msc import load_msc
 from .longmemeval import default_path as lme_path
 from .longmemeval import load_longmemeval
 
 DATASET_NAMES = ("locomo", "longmemeval-oracle", "longmemeval-s", "beam-128k", "beam-500k", "convomem",
-                 "factconsolidation-sh", "factconsolidation-mh")
+                 "factconsolidation-sh", "factconsolidation-mh", "msc")
 
 
 def _locomo(root: Path, download: bool, **kw: Any) -> list[Conversation]:
@@ -64,6 +66,10 @@ def _fc(variant: str) -> Callable[..., list[Conversation]]:
     return load
 
 
+def _msc(root: Path, download: bool, session: int = 3, split: str = "test", **kw: Any) -> list[Conversation]:
+    return load_msc(session, split, msc_path(session, split, root), **kw)  # type: ignore[arg-type]
+
+
 _LOADERS: dict[str, Callable[..., list[Conversation]]] = {
     "locomo": _locomo,
     "longmemeval-oracle": _lme("oracle"),
@@ -73,6 +79,7 @@ _LOADERS: dict[str, Callable[..., list[Conversation]]] = {
     "convomem": _convomem,
     "factconsolidation-sh": _fc("sh"),
     "factconsolidation-mh": _fc("mh"),
+    "msc": _msc,  # dialogue only, no questions (session 3, test split by default)
 }
 
 
