@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Iterator
 
 import Stemmer
 
+from qgmem.construct.extractor import WindowResult
 from qgmem.construct.timex import resolve_time
 from qgmem.construct.windows import Window
 from qgmem.types import AtomicUnit, Turn
@@ -130,6 +132,8 @@ sure totally okay ok hmm like um right
 FIRST_PERSON = frozenset("i i'm i've i'd i'll we we're we've we'd we'll".split())
 POSSESSIVE = frozenset(["my", "our"])
 SECOND_PERSON = frozenset("you you're you've you'd you'll".split())
+PRONOUN_SUBJECTS = frozenset("it it's that that's this there there's they they're they've he he's she she's "
+                             "these those".split())
 
 _SENT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
@@ -276,9 +280,10 @@ def extract_triple(sentence: str, speaker: str, other: str | None) -> tuple[str,
             i = j
         elif w in SECOND_PERSON:
             subject, i = (other or "you"), i + 1
+        elif w in PRONOUN_SUBJECTS:
+            subject, i = w.split("'")[0], i + 1  # unresolved pronoun: kept out of traces
         elif w not in {"what", "how", "why", "where", "when", "who", "which", "did", "do", "does", "are", "is",
-                       "have", "has", "can", "could", "would", "will", "it", "it's", "that", "that's", "this",
-                       "there", "there's", "they", "they're", "he", "she"}:
+                       "have", "has", "can", "could", "would", "will"}:
             j = i + 1 if w in {"the", "a", "an", "his", "her", "their"} else i
             while j < len(toks) and j - i < 4 and not _verbish(toks[j]) and toks[j].lower() not in AUX:
                 j += 1
@@ -321,6 +326,10 @@ class RuleExtractor:
 
     config: RuleConfig = field(default_factory=RuleConfig)
     name: str = "rule"
+
+    def run(self, windows: list[Window], ns: str, speakers: list[str]) -> Iterator[WindowResult]:
+        for w in windows:
+            yield WindowResult(w, self.extract(w, ns, speakers))
 
     def extract(self, window: Window, namespace: str, speakers: list[str]) -> list[AtomicUnit]:
         units: list[AtomicUnit] = []

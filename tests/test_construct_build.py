@@ -1,0 +1,162 @@
+"""build_memory: real turn ids, resume after a crash = uninterrupted build, incremental sessions."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import re
+
+import numpy as np
+import pytest
+
+from qgmem.construct import BuildConfig, BuildReport, build_memory, conversation_windows
+from qgmem.construct.rule import RuleExtractor
+from qgmem.construct.traces import TraceConfig
+from qgmem.store import MemoryStore
+from qgmem.types import Conversation, Session, Turn
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder (hashed, L2-normalised): fast and content-sensitive."""
+
+    name = "hash-bow"
+    dim = 256
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
+        self.calls += len(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+        n = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(n == 0, 1, n)
+
+
+class CrashAfter(RuleExtractor):
+    """Raises in the middle of a build, like a kill after `n` windows were committed."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = n
+
+    def run(self, windows, ns, speakers):
+        for k, res in enumerate(super().run(windows, ns, speakers)):
+            if k == self.n:
+                raise KeyboardInterrupt("simulated kill")
+            yield res
+
+
+def _long_conversation() -> Conversation:
+    facts = ["I started working at Acme Corp as an analyst.", "I adopted a puppy named Max last week.",
+             "We went camping at the beach last weekend.", "My sister Carol moved to Seattle in May 2023.",
+             "I am learning to play the violin.", "I finished reading Dune yesterday.",
+             "I now work at Globex as a manager.", "Thanks so much!"]
+    sessions = []
+    for s in range(3):
+        turns = [Turn(f"D{s + 1}:{i + 1}", "Alice" if i % 2 == 0 else "Bob", facts[(i + s) % len(facts)])
+                 for i in range(13)]
+        sessions.append(Session(f"session_{s + 1}", f"2023-0{s + 5}-10T10:00", turns))
+    return Conversation("conv-x", sessions, speakers=["Alice", "Bob"])
+
+
+def _snapshot(store: MemoryStore, ns: str):
+    units = [dataclasses.asdict(u) for u in store.units(ns)]
+    traces = [dataclasses.asdict(t) for t in store.traces(ns)]
+    emb = store.get_embeddings(ns, "claim")
+    return units, traces, (emb[0], emb[1].round(6).tolist()) if emb else None
+
+
+@pytest.mark.slow
+def test_build_tiny_conversation_with_minilm(tmp_path, tiny_conversation) -> None:
+    store = MemoryStore(tmp_path)
+    report = BuildReport()
+    cfg = BuildConfig(traces=TraceConfig(neighbour_space="embedding"))
+    units, traces = build_memory(tiny_conversation, store=store, report=report, config=cfg)
+    valid = {t.id for t in tiny_conversation.turns()}
+    assert units and all(u.turn_ids and set(u.turn_ids) <= valid for u in units)
+    assert store.units("c1") == units and store.traces("c1") == traces
+    ids, mat, model = store.get_embeddings("c1", "claim")
+    assert ids == [u.id for u in units] and mat.shape == (len(units), 384) and model == "minilm"
+    assert np.allclose(np.linalg.norm(mat, axis=1), 1.0, atol=1e-4)
+    assert store.is_done("c1", "traces")
+    ex = report.phases["extraction"]
+    assert ex.units == len(units) and ex.windows == len(conversation_windows(tiny_conversation))
+    assert report.phases["embedding"].texts_encoded >= len(units)
+    for t in traces:
+        members = [u for u in units if u.id in t.unit_ids]
+        assert len(members) >= 2 and len({u.subject.lower() for u in members}) == 1
+
+
+def test_crash_then_resume_equals_uninterrupted(tmp_path) -> None:
+    conv = _long_conversation()
+    emb = HashEmbedder()
+    ref = MemoryStore(tmp_path / "ref")
+    build_memory(conv, store=ref, embedder=emb)
+
+    st = MemoryStore(tmp_path / "crash")
+    with pytest.raises(KeyboardInterrupt):
+        build_memory(conv, extractor=CrashAfter(5), store=st, embedder=emb)
+    partial = st.units("conv-x")
+    assert 0 < len(partial) < len(ref.units("conv-x"))
+    assert not st.is_done("conv-x", "traces")
+    st.close()
+    st = MemoryStore(tmp_path / "crash")  # a fresh process
+    report = BuildReport()
+    build_memory(conv, store=st, embedder=emb, report=report)
+    assert report.phases["extraction"].resumed_windows == 5
+    assert _snapshot(st, "conv-x") == _snapshot(ref, "conv-x")
+    # a second run does nothing new
+    calls = emb.calls
+    build_memory(conv, store=st, embedder=emb)
+    assert emb.calls == calls and _snapshot(st, "conv-x") == _snapshot(ref, "conv-x")
+
+
+def test_adding_sessions_extracts_only_new_windows(tmp_path) -> None:
+    conv = _long_conversation()
+    first = copy.deepcopy(conv)
+    first.sessions = conv.sessions[:2]
+    other = copy.deepcopy(conv)
+    other.id = "conv-y"
+    cfg = BuildConfig(traces=TraceConfig(neighbour_space="embedding"))  # claim embeddings stored and reused
+    emb = HashEmbedder()
+    st = MemoryStore(tmp_path / "inc")
+    build_memory(other, store=st, embedder=emb, config=cfg)
+    build_memory(first, store=st, embedder=emb, config=cfg)
+    n_before = len(st.units("conv-x"))
+    before_y = _snapshot(st, "conv-y")
+    report = BuildReport()
+    build_memory(conv, store=st, embedder=emb, report=report, config=cfg)
+    ex, em = report.phases["extraction"], report.phases["embedding"]
+    assert ex.resumed_windows == len(conversation_windows(first))
+    assert ex.windows == len(conversation_windows(conv)) - len(conversation_windows(first))
+    assert em.texts_reused == n_before  # old units' claim embeddings are not recomputed
+    ref = MemoryStore(tmp_path / "ref")
+    build_memory(conv, store=ref, embedder=HashEmbedder(), config=cfg)
+    assert _snapshot(st, "conv-x") == _snapshot(ref, "conv-x")
+    assert _snapshot(st, "conv-y") == before_y  # other namespaces untouched
+    assert st.get_conversation("conv-x") == conv
+
+
+def test_delete_then_rebuild(tmp_path) -> None:
+    conv = _long_conversation()
+    st = MemoryStore(tmp_path)
+    build_memory(conv, store=st, embedder=HashEmbedder())
+    snap = _snapshot(st, "conv-x")
+    st.delete_namespace("conv-x")
+    assert st.units("conv-x") == [] and st.namespaces() == []
+    build_memory(conv, store=st, embedder=HashEmbedder())
+    assert _snapshot(st, "conv-x") == snap
+
+
+def test_without_store_returns_units(tiny_conversation) -> None:
+    units, traces = build_memory(tiny_conversation, embedder=HashEmbedder())
+    assert len(units) > 5 and all(u.namespace == "c1" for u in units)
+
+
+def test_bad_config_is_rejected() -> None:
+    with pytest.raises(ValueError, match="extractor"):
+        BuildConfig(extractor="magic")
