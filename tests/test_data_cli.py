@@ -43,6 +43,7 @@ def test_registry_names_and_local_hub_sets(fixture_root):
     assert set(DATASET_NAMES) >= {"locomo", "longmemeval-oracle", "longmemeval-s", "beam-128k", "beam-500k",
                                   "convomem", "factconsolidation-sh", "factconsolidation-mh"}
     assert len(load_dataset_by_name("convomem", fixture_root)) == 3
+    assert [c.id for c in load_dataset_by_name("locomo", fixture_root, limit=1)] == ["conv-a"]
     (sh,) = load_dataset_by_name("factconsolidation-sh", fixture_root, sizes=["6k"])
     assert sh.id == "factconsolidation_sh_6k"
     with pytest.raises(ValueError, match="unknown dataset 'nope'"):

@@ -105,6 +105,9 @@ def test_missing_question_field_names_file_sample_qa_and_field(tmp_path):
      "sample 0 (conv-a), conversation, session_2, turn 1: field 'dia_id' missing"),
     (lambda d: d[0]["conversation"].update(session_1_date_time="yesterday"), "unreadable date 'yesterday'"),
     (lambda d: d[1].pop("sample_id"), "sample 1: field 'sample_id' missing"),
+    (lambda d: d[0]["qa"][3].update(question=None), "sample 0 (conv-a), qa 3: field 'question' is null"),
+    (lambda d: d[0]["qa"].__setitem__(1, ["not", "an", "object"]),
+     "qa 1: expected an object with field 'question', got list"),
     (lambda d: d[0]["qa"][0].update(evidence="D1:1"), "qa 0: field 'evidence' should be list, got str"),
 ])
 def test_malformed_records_raise_located_errors(tmp_path, edit, expected):

@@ -58,6 +58,8 @@ def test_streaming_across_tiny_chunks_matches_json_load(tmp_path, monkeypatch):
     p = tmp_path / "a.json"
     p.write_text(" \n" + json.dumps(data, indent=2))
     assert list(iter_json_array(p)) == data
+    p.write_text("[ \n ]")
+    assert list(iter_json_array(p)) == []
     assert list(iter_longmemeval("oracle", FIX)) == load_longmemeval("oracle", FIX)
 
 

@@ -42,11 +42,13 @@ class Ctx:
               optional: bool = False, default: Any = None) -> Any:
         """``obj[key]`` checked for presence and type; raises DataError naming file, record and field."""
         if not isinstance(obj, dict):
-            raise self.error(f"expected an object, got {type(obj).__name__}")
-        if key not in obj or (obj[key] is None and not optional):
+            raise self.error(f"expected an object with field {key!r}, got {type(obj).__name__}")
+        if key not in obj:
             if optional:
                 return default
             raise self.error(f"field {key!r} missing")
+        if obj[key] is None and not optional:
+            raise self.error(f"field {key!r} is null")
         val = obj[key]
         if val is None:
             return default

@@ -9,7 +9,8 @@ one question. Choices:
 - A session id repeated inside one haystack (S: 13 filler sessions, identical turns, other dates) is
   kept under ``<id>#2``; ``meta['renamed_duplicate_sessions']`` maps new -> original id.
 - Turn id = ``"<session_id>:<i>"`` with ``i`` the 0-based position in the session; speaker = role.
-- ``Question.evidence`` = turns with ``has_answer: true``; ``evidence_sessions`` = ``answer_session_ids``;
+- ``Question.evidence`` = turns with ``has_answer: true``; ``evidence_sessions`` = ``answer_session_ids``
+  (an answer session missing from the haystack would be listed in ``unmatched_evidence``; none is);
   ``category`` = ``question_type``; ``meta['abstention']`` = question id ends with ``_abs``.
 - ``question_time`` = ISO of ``question_date``.
 

@@ -83,11 +83,17 @@ _LOADERS: dict[str, Callable[..., list[Conversation]]] = {
 }
 
 
+_STREAMING = {"longmemeval-oracle", "longmemeval-s", "convomem", "msc"}  # loaders that stop early at ``limit``
+
+
 def load_dataset_by_name(name: str, data_dir: str | Path | None = None, download: bool = True,
                          **kw: Any) -> list[Conversation]:
-    """Load a benchmark by registry name; extra keywords go to its loader (e.g. ``limit=5``)."""
+    """Load a benchmark by registry name; extra keywords go to its loader. ``limit=N`` keeps the first N
+    conversations (LongMemEval, ConvoMem and MSC stop reading there; the others load all, then cut)."""
     key = name.lower()
     if key not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASET_NAMES)}")
     root = Path(data_dir) if data_dir else default_data_dir()
-    return _LOADERS[key](root, download, **kw)
+    limit = kw.pop("limit", None) if key not in _STREAMING else None
+    convs = _LOADERS[key](root, download, **kw)
+    return convs[:limit] if limit is not None else convs
