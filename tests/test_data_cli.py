@@ -68,3 +68,10 @@ def test_stats_on_real_locomo(data_dir, capsys):
 def test_check_on_real_beam(data_dir, capsys):
     assert main(["data", "check", "beam-128k", "--data-dir", str(data_dir)]) == 0
     assert "40/40 file(s) present" in capsys.readouterr().out
+
+
+def test_offline_hub_data_set_names_the_local_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["data", "stats", "factconsolidation-sh", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"put it under {tmp_path}/memoryagentbench/" in err and "Conflict_Resolution" in err

@@ -16,6 +16,7 @@ from ..types import Conversation
 from . import download as dl
 from .beam import load_beam
 from .convomem import load_convomem
+from .errors import DataError
 from .factconsolidation import load_factconsolidation
 from .locomo import load_locomo
 from .msc import default_path as msc_path
@@ -54,15 +55,24 @@ def _beam(scale: str) -> Callable[..., list[Conversation]]:
     return load
 
 
+def _with_root(root: Path, fn: Callable[[], list[Conversation]]) -> list[Conversation]:
+    """Hub errors say '<data dir>/...'; name the real folder the user should fill."""
+    try:
+        return fn()
+    except DataError as e:
+        raise DataError(e.file, e.where, e.problem.replace("<data dir>", str(root))) from None
+
+
 def _convomem(root: Path, download: bool, **kw: Any) -> list[Conversation]:
     local = root / "convomem"
-    return load_convomem(local if local.exists() else None, **kw)
+    return _with_root(root, lambda: load_convomem(local if local.exists() else None, **kw))
 
 
 def _fc(variant: str) -> Callable[..., list[Conversation]]:
     def load(root: Path, download: bool, **kw: Any) -> list[Conversation]:
         local = root / "memoryagentbench"
-        return load_factconsolidation(variant, path=local if local.exists() else None, **kw)  # type: ignore[arg-type]
+        return _with_root(root, lambda: load_factconsolidation(
+            variant, path=local if local.exists() else None, **kw))  # type: ignore[arg-type]
     return load
 
 
