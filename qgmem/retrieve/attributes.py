@@ -1,0 +1,117 @@
+"""Event-attribute channel: the query's entity, location and time constraints against unit attributes.
+
+Entities and locations match by dense similarity of the names (>= threshold, paper: 0.60) through a
+vocabulary of distinct names with an inverted index to units, so a query scores only the units that
+mention a matching name; a name's weight is its inverse document frequency (a speaker who appears in
+every unit weighs little). Time matches by overlap of the query interval with the unit's fact time
+(or, optionally and at half weight, its utterance time when the fact time is unspecified). Units with
+equal attribute scores are ordered by their dense similarity to the question.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import date
+
+import numpy as np
+
+from qgmem.types import AtomicUnit
+
+from .query import QueryConstraints
+
+
+def _ordinal(s: str | None) -> int | None:
+    if not s:
+        return None
+    try:
+        return date.fromisoformat(s[:10]).toordinal()
+    except ValueError:
+        return None
+
+
+class _NameIndex:
+    def __init__(self, names_per_unit: list[list[str]], encode: Callable[[list[str]], np.ndarray]):
+        vocab: dict[str, int] = {}
+        postings: list[list[int]] = []
+        for row, names in enumerate(names_per_unit):
+            for nm in dict.fromkeys(n.strip().lower() for n in names if n and n.strip()):
+                j = vocab.setdefault(nm, len(vocab))
+                if j == len(postings):
+                    postings.append([])
+                postings[j].append(row)
+        self.vocab = list(vocab)
+        self.postings = [np.asarray(p, dtype=np.int64) for p in postings]
+        n = max(1, len(names_per_unit))
+        self.idf = np.asarray([math.log(1 + n / len(p)) for p in postings], dtype=np.float32)
+        self.matrix = encode(self.vocab) if self.vocab else np.zeros((0, 1), dtype=np.float32)
+
+    def match(self, qvec: np.ndarray, threshold: float) -> list[tuple[int, float]]:
+        """(vocab id, similarity) of names at or above the threshold."""
+        if not self.vocab:
+            return []
+        sims = self.matrix @ qvec
+        hits = np.nonzero(sims >= threshold)[0]
+        return [(int(j), float(sims[j])) for j in hits]
+
+
+class AttributeIndex:
+    def __init__(self, units: list[AtomicUnit], encode: Callable[[list[str]], np.ndarray],
+                 time_fallback_utterance: bool = True):
+        self.n = len(units)
+        self.entities = _NameIndex([[*u.entities, u.subject] for u in units], encode)
+        self.locations = _NameIndex([[u.location] if u.location else [] for u in units], encode)
+        starts, ends, weights = [], [], []
+        for u in units:
+            s, e, w = _ordinal(u.fact_time_start), _ordinal(u.fact_time_end or u.fact_time_start), 1.0
+            if s is None and time_fallback_utterance:
+                s = e = _ordinal(u.utterance_time)
+                w = 0.5
+            starts.append(s if s is not None else 10**9)
+            ends.append(e if e is not None else -(10**9))
+            weights.append(w if s is not None else 0.0)
+        start = np.asarray(starts, dtype=np.int64)
+        self._order = np.argsort(start, kind="stable")
+        self._start_sorted = start[self._order]
+        self._end = np.asarray(ends, dtype=np.int64)
+        self._tw = np.asarray(weights, dtype=np.float32)
+
+    def _names(self, idx: _NameIndex, qvecs: list[np.ndarray], threshold: float, scores: dict[int, float]) -> None:
+        for qv in qvecs:
+            best: dict[int, float] = {}
+            for j, sim in idx.match(qv, threshold):
+                w = sim * float(idx.idf[j])
+                for row in idx.postings[j]:
+                    r = int(row)
+                    if w > best.get(r, 0.0):
+                        best[r] = w
+            for r, w in best.items():
+                scores[r] = scores.get(r, 0.0) + w
+
+    def search(self, c: QueryConstraints, entity_vecs: list[np.ndarray], location_vec: np.ndarray | None,
+               threshold: float, n: int, tie_break: Callable[[np.ndarray], np.ndarray] | None = None,
+               max_matches: int = 2000) -> list[tuple[int, float]]:
+        """Top-n (unit row, attribute score); an empty list when no constraint matches anything."""
+        if not self.n or n <= 0:
+            return []
+        scores: dict[int, float] = {}
+        self._names(self.entities, entity_vecs, threshold, scores)
+        if location_vec is not None:
+            self._names(self.locations, [location_vec], threshold, scores)
+        qs, qe = _ordinal(c.time_start), _ordinal(c.time_end or c.time_start)
+        if qs is not None and qe is not None:
+            hi = int(np.searchsorted(self._start_sorted, qe, side="right"))
+            cand = self._order[:hi]
+            ok = cand[(self._end[cand] >= qs) & (self._tw[cand] > 0)]
+            for r in ok:
+                scores[int(r)] = scores.get(int(r), 0.0) + float(self._tw[r]) * 2.0
+        if not scores:
+            return []
+        rows = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+        vals = np.fromiter(scores.values(), dtype=np.float32, count=len(scores))
+        if len(rows) > max_matches:
+            keep = np.argpartition(-vals, max_matches - 1)[:max_matches]
+            rows, vals = rows[keep], vals[keep]
+        tb = tie_break(rows) if tie_break is not None else np.zeros(len(rows), dtype=np.float32)
+        order = np.lexsort((-tb, -np.round(vals, 4)))[:n]
+        return [(int(rows[i]), float(vals[i])) for i in order]

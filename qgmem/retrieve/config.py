@@ -1,0 +1,47 @@
+"""Retrieval configuration: one dataclass, loadable from YAML with overrides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qgmem.llm.config import LLMConfig
+
+
+@dataclass
+class RerankConfig:
+    kind: str = "none"  # "none" | "cross-encoder" | "llm" (yes/no logits, local causal LM) | "chat" (yes/no via a ChatBackend)
+    model: str = ""  # cross-encoder or causal LM name/path; "smollm2" resolves to the local copy
+    top_n: int = 100  # rerank at most this many pool candidates (the rest keep fusion order below them)
+    batch_size: int = 16
+    max_length: int = 512  # tokens per (query, document) pair
+    instruction: str = "Given a question about a long conversation, judge whether the memory helps answer it"
+    weight: float = 1.0  # final score = weight * rerank score + (1 - weight) * normalised fusion score
+    device: str | None = None
+
+
+@dataclass
+class RetrievalConfig:
+    embedder: str = "minilm"  # sentence-transformers name or path; "minilm" = packaged all-MiniLM-L6-v2
+    device: str | None = None
+    channels: list[str] = field(default_factory=lambda: ["lexical", "dense", "attribute"])
+    channel_weights: dict[str, float] = field(default_factory=dict)  # RRF weight per channel (default 1)
+    channel_depth: int = 100  # ranked list length per channel
+    rrf_k: int = 60
+    pool_size: int = 100
+    k: int = 10
+    attr_threshold: float = 0.60  # entity/location dense-similarity threshold (paper)
+    attr_time_fallback_utterance: bool = True  # units without a fact time match on their utterance time
+    attr_max_matches: int = 2000  # cap on units an attribute channel scores per query
+    query_parser: str = "rule"  # "rule" | "llm"
+    llm: LLMConfig = field(default_factory=LLMConfig)  # used by the LLM query parser and the chat reranker
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    use_traces: bool = True  # trajectories in candidate documents and working memory
+    index_source: bool = True  # index the source dialogue span together with the claim
+    context_turns: int = 1  # neighbouring turns on each side added to the lexical/dense document
+    ann_threshold: int = 50_000  # dense channel switches from exact search to FAISS HNSW above this many units
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 80
+    hnsw_ef_search: int = 128
+    max_query_chars: int = 2000  # longer questions are cut (and flagged in the working memory meta)
+    token_counter: str = "minilm"  # "minilm" (WordPiece of the embedder) | "whitespace"
+    extractor: str = "rule"  # construction: "rule" | "llm"

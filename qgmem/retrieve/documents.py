@@ -1,0 +1,101 @@
+"""Texts built from units: the index document, the reranker's structured candidate document, and the
+trajectory lines of a unit's trace. Superseded states are marked, never hidden."""
+
+from __future__ import annotations
+
+from qgmem.types import AtomicUnit, Conversation, MemoryTrace, Turn
+
+
+class UnitTexts:
+    """Renders units of one conversation; knows turns (for source spans) and traces (for trajectories)."""
+
+    def __init__(self, conversation: Conversation | None, units: list[AtomicUnit], traces: list[MemoryTrace]):
+        self.turns: dict[str, Turn] = {}
+        self.session_of: dict[str, tuple[list[Turn], int, str | None]] = {}
+        if conversation is not None:
+            for s in conversation.sessions:
+                for i, t in enumerate(s.turns):
+                    self.turns[t.id] = t
+                    self.session_of[t.id] = (s.turns, i, s.date_text or s.date)
+        self.units = {u.id: u for u in units}
+        self.trace_of = {uid: tr for tr in traces for uid in tr.unit_ids}
+
+    def source(self, u: AtomicUnit) -> str:
+        """The unit's source dialogue span, one rendered turn per line (falls back to the claim)."""
+        lines = [self.turns[t].render() for t in u.turn_ids if t in self.turns]
+        return "\n".join(lines)
+
+    def context(self, u: AtomicUnit, n: int) -> str:
+        """`n` neighbouring turns on each side of the span, within its session."""
+        if n <= 0 or not u.turn_ids or u.first_turn not in self.session_of or u.last_turn not in self.session_of:
+            return ""
+        turns, i0, _ = self.session_of[u.first_turn]
+        _, i1, _ = self.session_of[u.last_turn]
+        before = turns[max(0, i0 - n):i0]
+        after = turns[i1 + 1:i1 + 1 + n]
+        return "\n".join(t.render() for t in [*before, *after])
+
+    def date(self, u: AtomicUnit) -> str:
+        if u.first_turn in self.session_of and self.session_of[u.first_turn][2]:
+            return str(self.session_of[u.first_turn][2])
+        return u.utterance_time or ""
+
+    def index_text(self, u: AtomicUnit, with_source: bool, context_turns: int) -> str:
+        """What the lexical and dense channels index: claim, speaker, date, source and neighbours."""
+        parts = [f"{u.speaker}: {u.text}" if u.speaker and not u.text.startswith(u.speaker) else u.text]
+        if u.location:
+            parts.append(f"at {u.location}")
+        d = self.date(u)
+        if d:
+            parts.append(f"({d})")
+        if with_source:
+            src = self.source(u)
+            if src and src != u.text:
+                parts.append(src)
+            ctx = self.context(u, context_turns)
+            if ctx:
+                parts.append(ctx)
+        return "\n".join(parts)
+
+    def trajectory(self, u: AtomicUnit) -> list[str]:
+        """Other states of the unit's trace in memory order, each tagged with its role and status."""
+        tr = self.trace_of.get(u.id)
+        if tr is None or len(tr.unit_ids) < 2:
+            return []
+        out = []
+        for uid, role in zip(tr.unit_ids, tr.roles):
+            v = self.units.get(uid)
+            if v is None:
+                continue
+            status = "current" if uid == tr.latest_unit_id else ("superseded" if v.superseded else "earlier")
+            when = v.utterance_time or ""
+            me = " (this memory)" if uid == u.id else ""
+            out.append(f"[{role}, {status}{', ' + when if when else ''}] {v.text}{me}")
+        return out
+
+    def candidate_document(self, u: AtomicUnit, with_trajectory: bool = True) -> str:
+        """The reranker's structured document: fact summary, source dialogue, attributes, trajectory."""
+        lines = [f"Fact: {u.text}"]
+        if u.superseded:
+            tr = self.trace_of.get(u.id)
+            latest = self.units.get(tr.latest_unit_id) if tr else None
+            lines.append("Status: superseded by a later update" + (f": {latest.text}" if latest else ""))
+        src = self.source(u)
+        if src:
+            lines.append("Source dialogue:\n" + src)
+        attrs = [f"speaker={u.speaker}"]
+        if u.entities:
+            attrs.append("entities=" + ", ".join(u.entities))
+        if u.location:
+            attrs.append(f"location={u.location}")
+        if u.fact_time_start:
+            attrs.append(f"time={u.fact_time_start}" + (f"..{u.fact_time_end}" if u.fact_time_end and u.fact_time_end != u.fact_time_start else ""))
+        d = self.date(u)
+        if d:
+            attrs.append(f"said on {d}")
+        lines.append("Attributes: " + "; ".join(attrs))
+        if with_trajectory:
+            traj = self.trajectory(u)
+            if traj:
+                lines.append("Trajectory:\n" + "\n".join(traj))
+        return "\n".join(lines)

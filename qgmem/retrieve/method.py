@@ -1,0 +1,295 @@
+"""QGMem working-memory activation as a `MemoryMethod` (QGMem §III-B1-2).
+
+build(conversation): load the conversation's units and traces from the store, or build them with
+`qgmem.construct.build_memory`, then index them (BM25, dense, attribute; embeddings cached in the store).
+activate(question, k): parse constraints -> channels -> RRF pool -> (trace expansion) -> rerank ->
+top-k units whose spans are not already covered -> `WorkingMemory` with a context-token count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from qgmem.llm.base import ChatBackend
+from qgmem.types import AtomicUnit, Conversation, MemoryItem, MemoryTrace, Question, WorkingMemory
+
+from .attributes import AttributeIndex
+from .config import RetrievalConfig
+from .dense import DenseIndex
+from .documents import UnitTexts
+from .fusion import rrf
+from .lexical import LexicalIndex
+from .query import QueryConstraints, QueryParser
+from .rerank import NoReranker, Reranker, make_reranker
+
+
+@dataclass
+class _ConvIndex:
+    units: list[AtomicUnit]
+    texts: UnitTexts
+    lexical: LexicalIndex
+    dense: DenseIndex
+    attributes: AttributeIndex
+    names: dict[str, str]  # lower-cased entity name -> display name (rule parser vocabulary)
+    max_name_words: int
+    row_of: dict[str, int]
+    trace_rows: dict[int, list[int]]  # unit row -> rows of the other members of its trace
+
+
+class TokenCounter:
+    """Counts context tokens: "minilm" = the embedder's WordPiece tokenizer, "whitespace" = str.split."""
+
+    def __init__(self, kind: str, embedder: object | None = None):
+        if kind not in ("minilm", "whitespace"):
+            raise ValueError(f"token_counter must be 'minilm' or 'whitespace', got {kind!r}")
+        self.kind = kind
+        self._tok = getattr(getattr(embedder, "model", None), "tokenizer", None) if kind == "minilm" else None
+        if kind == "minilm" and self._tok is None:
+            raise ValueError("token_counter='minilm' needs a sentence-transformers embedder with a tokenizer")
+
+    def __call__(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._tok is None:
+            return len(text.split())
+        return len(self._tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
+
+
+class QGMemRetriever:
+    """Hybrid retrieval + reranking over one store; `activate` picks the index by question.conversation_id."""
+
+    name = "qgmem"
+
+    def __init__(self, store: object | None, cfg: RetrievalConfig | None = None, llm: ChatBackend | None = None,
+                 reranker: Reranker | None = None, name: str | None = None):
+        from qgmem.embed import get_embedder
+
+        self.cfg = cfg or RetrievalConfig()
+        unknown = set(self.cfg.channels) - {"lexical", "dense", "attribute"}
+        if unknown or not self.cfg.channels:
+            raise ValueError(f"channels must be a non-empty subset of lexical, dense, attribute; got {self.cfg.channels}")
+        self.store = store
+        if name:
+            self.name = name
+        self.embedder = get_embedder(self.cfg.embedder, self.cfg.device)
+        needs_llm = self.cfg.query_parser == "llm" or self.cfg.rerank.kind == "chat"
+        if llm is None and needs_llm:
+            from qgmem.llm import make_backend
+
+            llm = make_backend(self.cfg.llm)
+        self.llm = llm
+        self.parser = QueryParser(self.cfg.query_parser, llm)
+        self.reranker = reranker if reranker is not None else make_reranker(self.cfg.rerank, llm)
+        self.count_tokens = TokenCounter(self.cfg.token_counter, self.embedder)
+        self._index: dict[str, _ConvIndex] = {}
+        self._last: str | None = None
+
+    # ---- building ----
+
+    def build(self, conversation: Conversation) -> None:
+        units, traces = self._units_for(conversation)
+        self.index_units(conversation, units, traces)
+
+    def _units_for(self, conversation: Conversation) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
+        ns = conversation.id
+        if self.store is not None and ns in self.store.namespaces() and self.store.units(ns) \
+                and self.store.is_done(ns, "traces"):
+            return self.store.units(ns), self.store.traces(ns)
+        from qgmem.construct import build_memory
+
+        return build_memory(conversation, extractor=self.cfg.extractor, llm=self.llm if self.cfg.extractor == "llm" else None,
+                            store=self.store)
+
+    def _encode_cached(self, ns: str, kind: str, texts: list[str]) -> np.ndarray:
+        """Embeddings from the store when texts and model match; computed and saved otherwise."""
+        if self.store is not None:
+            got = self.store.get_embeddings(ns, kind)
+            if got is not None:
+                ids, mat, model = got
+                if model == self.cfg.embedder and list(ids) == texts:
+                    return np.asarray(mat, dtype=np.float32)
+        mat = self.embedder.encode(texts, show_progress=len(texts) > 2000)
+        if self.store is not None and texts:
+            self.store.set_embeddings(ns, kind, texts, mat, self.cfg.embedder)
+        return mat
+
+    def index_units(self, conversation: Conversation | None, units: list[AtomicUnit], traces: list[MemoryTrace],
+                    namespace: str | None = None) -> None:
+        """Index given units (used by `build`; also for units that come from elsewhere)."""
+        ns = namespace or (conversation.id if conversation is not None else (units[0].namespace if units else ""))
+        cfg = self.cfg
+        texts = UnitTexts(conversation, units, traces)
+        docs = [texts.index_text(u, cfg.index_source, cfg.context_turns) for u in units]
+        emb = self._encode_cached(ns, f"retrieval-doc-s{int(cfg.index_source)}-c{cfg.context_turns}", docs)
+
+        def enc_names(names: list[str]) -> np.ndarray:
+            digest = hashlib.sha1("\n".join(names).encode()).hexdigest()[:12]
+            return self._encode_cached(ns, f"retrieval-names-{digest}", names)
+
+        attributes = AttributeIndex(units, enc_names, cfg.attr_time_fallback_utterance)
+        names: dict[str, str] = {}
+        for u in units:
+            for e in [*u.entities, u.speaker]:
+                if e and len(e) > 2:
+                    names.setdefault(e.lower(), e)
+        row_of = {u.id: i for i, u in enumerate(units)}
+        trace_rows: dict[int, list[int]] = {}
+        for tr in traces:
+            rows = [row_of[x] for x in tr.unit_ids if x in row_of]
+            for r in rows:
+                trace_rows[r] = [x for x in rows if x != r]
+        self._index[ns] = _ConvIndex(
+            units=units, texts=texts, lexical=LexicalIndex(docs),
+            dense=DenseIndex(emb if len(units) else np.zeros((0, self.embedder.dim), np.float32), cfg.ann_threshold,
+                             cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search),
+            attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
+            row_of=row_of, trace_rows=trace_rows,
+        )
+        self._last = ns
+
+    def release(self, namespace: str) -> None:
+        """Drop a conversation's in-memory index (the store keeps everything)."""
+        self._index.pop(namespace, None)
+
+    # ---- activation ----
+
+    def _known_names(self, idx: _ConvIndex, text: str) -> list[str]:
+        words = re.findall(r"[\w'-]+", text.lower())
+        found: dict[str, None] = {}
+        for n in range(1, min(idx.max_name_words, 4) + 1):
+            for i in range(len(words) - n + 1):
+                g = " ".join(words[i:i + n])
+                if g in idx.names:
+                    found.setdefault(idx.names[g], None)
+        return list(found)
+
+    def activate(self, question: Question, k: int | None = None) -> WorkingMemory:
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        k = cfg.k if k is None else k
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        ns = question.conversation_id or self._last
+        if ns is None or ns not in self._index:
+            raise KeyError(f"{self.name}: question {question.id!r} names conversation {ns!r}, which was not built "
+                           f"(built: {sorted(self._index)[:5]})")
+        idx = self._index[ns]
+        meta: dict[str, object] = {"namespace": ns}
+        text = question.text or ""
+        if not text.strip():
+            raise ValueError(f"question {question.id!r} has an empty text")
+        if len(text) > cfg.max_query_chars:
+            text = text[:cfg.max_query_chars]
+            meta["query_truncated_from_chars"] = len(question.text)
+        if not idx.units:
+            meta.update(empty_memory=True, latency_ms=(time.perf_counter() - t0) * 1000)
+            return WorkingMemory(question=question, items=[], method=self.name, context_tokens=0, meta=meta)
+
+        c = self.parser.parse(text, question.question_time, self._known_names(idx, text))
+        meta["constraints"] = {"entities": c.entities, "location": c.location, "time": [c.time_start, c.time_end],
+                               "source": c.source}
+        qtexts = [text, *c.entities, *([c.location] if c.location else [])]
+        qv = self.embedder.encode(qtexts)
+        ranked = self._channels(idx, c, text, qv)
+        meta["channel_sizes"] = {kk: len(v) for kk, v in ranked.items()}
+        pool = rrf(ranked, cfg.rrf_k, cfg.channel_weights, cfg.pool_size)
+        if cfg.use_traces and idx.trace_rows:
+            pool = self._expand_traces(idx, pool)
+        rows, scores = self._rerank(idx, text, pool)
+        items = self._select(idx, rows, scores, k)
+        wm = WorkingMemory(question=question, items=items, method=self.name, meta=meta)
+        wm.context_tokens = sum(self.count_tokens(self.item_text(it)) for it in items)
+        meta["token_counter"] = self.count_tokens.kind
+        meta["latency_ms"] = (time.perf_counter() - t0) * 1000
+        return wm
+
+    def _channels(self, idx: _ConvIndex, c: QueryConstraints, text: str, qv: np.ndarray) -> dict[str, list[int]]:
+        cfg = self.cfg
+        out: dict[str, list[int]] = {}
+        if "lexical" in cfg.channels:
+            out["lexical"] = [i for i, _ in idx.lexical.search(text, cfg.channel_depth)]
+        if "dense" in cfg.channels:
+            out["dense"] = [i for i, _ in idx.dense.search(qv[0], cfg.channel_depth)]
+        if "attribute" in cfg.channels and not c.empty():
+            ne = len(c.entities)
+            ent_vecs = [qv[1 + j] for j in range(ne)]
+            loc_vec = qv[1 + ne] if c.location else None
+            tie: Callable[[np.ndarray], np.ndarray] = lambda rows: idx.dense.scores_for(qv[0], rows)
+            out["attribute"] = [i for i, _ in idx.attributes.search(
+                c, ent_vecs, loc_vec, cfg.attr_threshold, cfg.channel_depth, tie, cfg.attr_max_matches)]
+        return out
+
+    def _expand_traces(self, idx: _ConvIndex, pool: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """Add the other members of pooled units' traces just below them (state trajectories, latest state)."""
+        have = {r for r, _ in pool}
+        extra: list[tuple[int, float]] = []
+        for r, s in pool:
+            for o in idx.trace_rows.get(r, []):
+                if o not in have:
+                    have.add(o)
+                    extra.append((o, s * 0.5))
+        merged = sorted(pool + extra, key=lambda x: -x[1])
+        return merged[: self.cfg.pool_size]
+
+    def _rerank(self, idx: _ConvIndex, text: str, pool: list[tuple[int, float]]) -> tuple[list[int], list[float]]:
+        rows = [r for r, _ in pool]
+        fused = np.asarray([s for _, s in pool], dtype=np.float64)
+        if isinstance(self.reranker, NoReranker) or not rows:
+            return rows, fused.tolist()
+        n = min(self.cfg.rerank.top_n, len(rows))
+        docs = [idx.texts.candidate_document(idx.units[r], self.cfg.use_traces) for r in rows[:n]]
+        rs = np.asarray(self.reranker.score(text, docs), dtype=np.float64)
+        norm = lambda a: (a - a.min()) / (a.max() - a.min()) if len(a) and a.max() > a.min() else np.zeros_like(a)
+        w = self.cfg.rerank.weight
+        head = w * norm(rs) + (1 - w) * norm(fused[:n])
+        order = np.argsort(-head, kind="stable")
+        new_rows = [rows[i] for i in order] + rows[n:]
+        new_scores = [float(head[i]) + 1.0 for i in order] + [float(x) for x in norm(fused)[n:] - 1.0]
+        return new_rows, new_scores
+
+    def _select(self, idx: _ConvIndex, rows: list[int], scores: list[float], k: int) -> list[MemoryItem]:
+        """Top-k units, skipping a unit whose whole span is already covered (its turn is shown anyway)."""
+        chosen: list[tuple[int, float]] = []
+        covered: set[str] = set()
+        skipped: list[tuple[int, float]] = []
+        for r, s in zip(rows, scores):
+            u = idx.units[r]
+            if u.turn_ids and set(u.turn_ids) <= covered:
+                skipped.append((r, s))
+                continue
+            chosen.append((r, s))
+            covered.update(u.turn_ids)
+            if len(chosen) == k:
+                break
+        if len(chosen) < k:
+            chosen.extend(skipped[: k - len(chosen)])
+        items = []
+        for j, (r, s) in enumerate(chosen):
+            u = idx.units[r]
+            items.append(MemoryItem(
+                label=f"M{j + 1}", kind="unit", text=u.text, turn_ids=list(u.turn_ids), score=float(s), unit=u,
+                source_text=idx.texts.source(u),
+                trajectory=idx.texts.trajectory(u) if self.cfg.use_traces else [],
+                meta={"superseded": u.superseded, "date": idx.texts.date(u)},
+            ))
+        return items
+
+    @staticmethod
+    def item_text(it: MemoryItem) -> str:
+        """What an item contributes to the LLM context (for the token count)."""
+        return "\n".join([it.text, it.source_text, *it.trajectory])
+
+
+def QGMemMethod(store: object | None, llm: ChatBackend | None = None, name: str = "qgmem-text",
+                **options: object) -> QGMemRetriever:
+    """Registry entry (`qgmem.methods`): options are `RetrievalConfig` fields, checked by name."""
+    from qgmem.config import from_dict
+
+    cfg = from_dict(RetrievalConfig, dict(options), where=f"method_options.{name}")
+    return QGMemRetriever(store, cfg, llm=llm, name=name)
