@@ -194,3 +194,10 @@ def test_integration_messages_fill_every_slot() -> None:
     facts, chunks = _facts_and_chunks()
     content = integration_messages([(chunks[0], facts[0])], ["Alice", "Bob"])[0]["content"]
     assert "{{" not in content and "Alice and Bob" in content
+
+
+def test_max_clusters_caps_and_counts() -> None:
+    emb = group_embeddings([0, 0, 0, 1, 1, 1])
+    chunks = ["A", "B", "C", "D", "E", "F"]
+    clusters, st = find_clusters(emb, chunks, tau=0.85, n_neighbors=3, dedupe_identical=False, max_clusters=2)
+    assert len(clusters) == 2 and st.retained_clusters == 6 and st.skipped_clusters == 4

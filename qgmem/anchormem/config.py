@@ -27,6 +27,7 @@ class AnchorMemConfig:
     event_max_tokens: int = 256
     llm_retries: int = 1  # re-asks after an unparseable reply before the item is recorded as a failure
     save_every: int = 16  # LLM items between checkpoints in the store (resumable builds)
+    max_clusters: int = 0  # quick runs only: integrate at most this many retained clusters (0 = all)
     llm: LLMConfig | None = None  # backend for extractor/integrator "llm" (None: no LLM, rule + concat)
 
     def __post_init__(self) -> None:
@@ -42,5 +43,7 @@ class AnchorMemConfig:
             raise ValueError(f"AnchorMemConfig.integrator must be 'auto', 'llm' or 'concat', got {self.integrator!r}")
         if self.event_turns not in ("facts", "chunks"):
             raise ValueError(f"AnchorMemConfig.event_turns must be 'facts' or 'chunks', got {self.event_turns!r}")
+        if self.max_clusters < 0:
+            raise ValueError(f"AnchorMemConfig.max_clusters must be >= 0, got {self.max_clusters}")
         if self.top_k < 1:
             raise ValueError(f"AnchorMemConfig.top_k must be >= 1, got {self.top_k}")

@@ -42,6 +42,7 @@ class ClusterStats:
     single_context_clusters: int = 0  # kept by the rule but one context after dedupe: no event
     duplicate_clusters: int = 0  # same fact set as an earlier retained cluster
     retained_clusters: int = 0
+    skipped_clusters: int = 0  # retained but beyond `max_clusters` (quick runs): no event
 
 
 @dataclass
@@ -82,7 +83,7 @@ def _top_neighbours(sims: np.ndarray, i: int, tau: float, n: int) -> list[int]:
 
 def find_clusters(
     emb: np.ndarray, fact_chunks: list[str], tau: float = 0.85, n_neighbors: int = 3,
-    dedupe_identical: bool = True, block: int = 1024,
+    dedupe_identical: bool = True, block: int = 1024, max_clusters: int = 0,
 ) -> tuple[list[Cluster], ClusterStats]:
     """Candidate clusters, pruned and deduplicated by context. `emb` rows are L2-normalised."""
     n = len(fact_chunks)
@@ -120,6 +121,9 @@ def find_clusters(
             seen.add(key)
             clusters.append(Cluster(seed=i, members=kept))
     stats.retained_clusters = len(clusters)
+    if max_clusters and len(clusters) > max_clusters:
+        stats.skipped_clusters = len(clusters) - max_clusters
+        clusters = clusters[:max_clusters]
     return clusters, stats
 
 

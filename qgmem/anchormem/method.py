@@ -91,6 +91,7 @@ class AnchorMemMethod:
         c = self.cfg
         key: dict[str, Any] = {"facts": self.facts_fingerprint(), "tau": c.tau, "n": c.n_neighbors,
                                "dedupe": c.dedupe_identical_clusters, "event_turns": c.event_turns,
+                               "max_clusters": c.max_clusters,
                                "embedder": c.embedder, "integrator": "llm" if self.integrates_with_llm else "concat"}
         if self.integrates_with_llm:
             key |= {"llm": self._llm_id(), "prompt": prompt_hash("integrate_event"), "max_tokens": c.event_max_tokens}
@@ -155,7 +156,7 @@ class AnchorMemMethod:
                       speakers: list[str], fp: str) -> EventStats:
         c = self.cfg
         clusters, cstats = find_clusters(fact_emb, [f.chunk_id for f in facts], c.tau, c.n_neighbors,
-                                         c.dedupe_identical_clusters)
+                                         c.dedupe_identical_clusters, max_clusters=c.max_clusters)
         stats = EventStats(clusters=cstats)
         llm = self.llm if self.integrates_with_llm else None
         done = {int(r["cluster"]): r["text"] for r in self.store.get_records(ns, K_EVENTS_PART) if r.get("fp") == fp}
