@@ -58,7 +58,8 @@ def main() -> None:
         runs = [run(code, args.data_dir) for _ in range(args.repeat)]
         best = min(runs, key=lambda r: r[0])
         res[name] = (best[0], max(r[1] for r in runs), best[2])
-        print(f"{name:<34} {best[0]:7.3f} CPU s (best of {args.repeat})  peak RSS {res[name][1]:7.0f} MB  items {best[2]}")
+        print(f"{name:<34} {best[0]:7.3f} CPU s (best of {args.repeat})  "
+              f"peak RSS {res[name][1]:7.0f} MB  items {best[2]}")
     lt, lm = res["lme-s/load_longmemeval(stream)"][:2]
     bt, bm = res["lme-s/json.load+convert"][:2]
     print(f"LongMemEval-S streaming / json.load baseline: time x{lt / bt:.2f}, peak memory x{lm / bm:.2f}")

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from qgmem.data import DataError, compute_stats, iter_longmemeval, load_longmemeval
-from qgmem.data import jsonfile
+from qgmem.data import (
+    DataError,
+    compute_stats,
+    iter_longmemeval,
+    jsonfile,
+    load_longmemeval,
+)
 from qgmem.data.jsonfile import iter_json_array
 
 FIX = Path(__file__).parent / "fixtures" / "data" / "longmemeval" / "longmemeval_mini.json"

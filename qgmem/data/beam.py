@@ -11,7 +11,8 @@ Choices:
   ``2024-03-15``), else None. These anchors are dates named in the plan, not timestamps, and most
   batches have none.
 - Turn id = ``str(message id)``; speaker = role; the generation marker ``" ->-> 1,1"`` (also
-  ``2,N/A`` or ``9,5) <leaked plan label>``; always on the last line) that ends most user messages, and a few assistant messages, is stripped.
+  ``2,N/A`` or ``9,5) <leaked plan label>``; always on the last line) that ends most user messages,
+  and a few assistant messages, is stripped.
 - One Question per probing question: id ``<conv id>:<ability>:<i>``, category = ability, answer from
   the ability's gold field (`GOLD_FIELD`), evidence = ``source_chat_ids`` flattened (list, or dict of
   lists) and matched against message ids; ids that name no message go to ``unmatched_evidence``.

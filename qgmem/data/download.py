@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, IO
+from typing import IO, Callable
 
 from tqdm import tqdm
 
@@ -168,7 +168,8 @@ def ensure(name: str, root: str | Path, download: bool = True, opener: Opener | 
         dest = Path(root) / rf.rel
         if not dest.exists():
             if not download:
-                raise DownloadError(dest, "", f"file missing; put {rf.url} at {dest} (or run `qgmem data download {name}`)")
+                raise DownloadError(dest, "", f"file missing; put {rf.url} at {dest} "
+                                              f"(or run `qgmem data download {name}`)")
             fetch(rf, root, opener=opener)
         paths.append(dest)
     return paths

@@ -52,7 +52,8 @@ class Ctx:
         val = obj[key]
         if val is None:
             return default
-        if types is not None and (not isinstance(val, types) or (isinstance(val, bool) and bool not in _as_tuple(types))):
+        bad_bool = isinstance(val, bool) and types is not None and bool not in _as_tuple(types)
+        if types is not None and (not isinstance(val, types) or bad_bool):
             want = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
             raise self.error(f"field {key!r} should be {want}, got {type(val).__name__}")
         return val

@@ -96,7 +96,8 @@ def iter_json_array(path: str | Path) -> Iterator[Any]:
                 except json.JSONDecodeError as e:
                     if fill():
                         continue
-                    raise DataError(path, f"element {index}", f"invalid JSON: {e.msg} at character {consumed + e.pos}") from None
+                    raise DataError(path, f"element {index}",
+                                    f"invalid JSON: {e.msg} at character {consumed + e.pos}") from None
             pos = end
             yield obj
             index += 1

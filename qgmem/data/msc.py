@@ -6,10 +6,11 @@ and the N-1 earlier sessions (``previous_dialogs``, oldest first).
 
 Choices: Conversation id = ``msc-s<N>-<split>:<initial_data_id>``; sessions ``S1..SN``; turn id
 ``S<k>:<i>``. Earlier sessions carry text only, so their speakers are assigned alternately starting
-with "Speaker 1" (the current session, which names speakers, always starts with Speaker 1 in this
-data; an assumption for the earlier ones). A current-session speaker given as a worker number
-(``"50997"``, on some first turns) is replaced by the alternation too. MSC gives only relative times ("5 days 1 hour ago"):
-``Session.date`` is None and ``date_text`` keeps the relative time. Personas go to ``meta``.
+with "Speaker 1" (the current session, which names speakers, starts with Speaker 1 in this data;
+an assumption for the earlier ones). A current-session speaker given as a worker number
+(``"50997"``, on some first turns) is replaced by the alternation too.
+MSC gives only relative times ("5 days 1 hour ago"): ``Session.date`` is None and ``date_text`` keeps
+the relative time. Personas go to ``meta``.
 """
 
 from __future__ import annotations

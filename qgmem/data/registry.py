@@ -19,10 +19,10 @@ from .convomem import load_convomem
 from .errors import DataError
 from .factconsolidation import load_factconsolidation
 from .locomo import load_locomo
-from .msc import default_path as msc_path
-from .msc import load_msc
 from .longmemeval import default_path as lme_path
 from .longmemeval import load_longmemeval
+from .msc import default_path as msc_path
+from .msc import load_msc
 
 DATASET_NAMES = ("locomo", "longmemeval-oracle", "longmemeval-s", "beam-128k", "beam-500k", "convomem",
                  "factconsolidation-sh", "factconsolidation-mh", "msc")
