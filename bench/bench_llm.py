@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test server lives there
 
-from openai_server import OpenAIServer  # noqa: E402
+from openai_server import OpenAIServer
 
-from qgmem.llm import ChatRequest  # noqa: E402
-from qgmem.llm.cache import CachedBackend  # noqa: E402
-from qgmem.llm.http import OpenAIChatBackend  # noqa: E402
+from qgmem.llm import ChatRequest
+from qgmem.llm.cache import CachedBackend
+from qgmem.llm.http import OpenAIChatBackend
 
 
 def _reqs(n: int, max_tokens: int = 16) -> list[ChatRequest]:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any
 
-Reply = Union[str, dict, tuple]
+Reply = str | dict | tuple
 Handler = Callable[[dict], Reply]
 
 
@@ -51,7 +52,7 @@ class OpenAIServer:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def from_backend(cls, backend: Any, model: str | None = None) -> "OpenAIServer":
+    def from_backend(cls, backend: Any, model: str | None = None) -> OpenAIServer:
         """Serve a real ChatBackend (e.g. a local HFChatBackend) with its exact token counts."""
 
         def handle(req: dict) -> Reply:
@@ -75,7 +76,7 @@ class OpenAIServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def __enter__(self) -> "OpenAIServer":
+    def __enter__(self) -> OpenAIServer:
         server = self
 
         class _H(BaseHTTPRequestHandler):
@@ -124,7 +125,7 @@ class OpenAIServer:
                         time.sleep(server.delay_s)
                     try:
                         reply = server._handler(req)
-                    except Exception as e:  # a failing handler is a 500, as on a real server
+                    except Exception as e:  # noqa: BLE001 - a failing handler is a 500, as on a real server
                         reply = (500, json.dumps({"error": {"message": f"{type(e).__name__}: {e}"}}))
                     status, body, headers = _to_response(req, reply, server.model)
                 finally:
@@ -138,7 +139,7 @@ class OpenAIServer:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -117,7 +117,7 @@ def test_concurrent_threads_share_the_cache_safely(tmp_path: Path) -> None:
             for i in range(20):
                 r = be.chat([{"role": "user", "content": f"q{i % 10}"}])
                 assert r.text == f"Q{i % 10}"
-        except BaseException as e:  # pragma: no cover - reported below
+        except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]

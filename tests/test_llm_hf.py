@@ -13,8 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from qgmem.llm import ChatRequest, LLMConfig, LLMError, local_model_path, make_backend  # noqa: E402
-from qgmem.llm.hf import HFChatBackend  # noqa: E402
+from qgmem.llm import ChatRequest, LLMConfig, LLMError, local_model_path, make_backend
+from qgmem.llm.hf import HFChatBackend
 
 SPECIALS = ["<unk>", "<|im_end|>", "<|im_start|>", "<pad>"]  # <unk> = id 0
 CORPUS = [

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from qgmem.llm import JSONReplyError, LLMError, ScriptedBackend, chat_json, parse_json_lenient
+from qgmem.llm import (
+    JSONReplyError,
+    LLMError,
+    ScriptedBackend,
+    chat_json,
+    parse_json_lenient,
+)
 
 
 @pytest.mark.parametrize(
@@ -50,7 +56,7 @@ def test_parse_json_lenient_errors_say_why(raw: str, needle: str) -> None:
 
 def _need_facts(value: object) -> list[str]:
     if not isinstance(value, dict) or not isinstance(value.get("facts"), list):
-        raise ValueError('expected an object with a "facts" list')
+        raise ValueError('expected an object with a "facts" list')  # noqa: TRY004 - chat_json's contract
     return [str(f) for f in value["facts"]]
 
 

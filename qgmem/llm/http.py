@@ -123,7 +123,7 @@ class OpenAIChatBackend(ChatBackend):
             try:
                 with self._slots:
                     status, body, headers = self._post(data)
-            except (socket.timeout, TimeoutError) as e:
+            except TimeoutError as e:
                 last = f"timeout after {self.timeout_s}s ({e})"
             except (urllib.error.URLError, ConnectionError, OSError) as e:
                 reason = getattr(e, "reason", e)
