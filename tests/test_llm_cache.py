@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 from openai_server import OpenAIServer
 
 from qgmem.llm import ChatRequest, LLMConfig, LLMError, ScriptedBackend, make_backend
@@ -126,3 +128,9 @@ def test_concurrent_threads_share_the_cache_safely(tmp_path: Path) -> None:
     assert errors == []
     assert len(be) == 10 and be.hits + be.misses == 120
     assert be.usage.phases["default"].calls == 120
+
+
+def test_corrupt_cache_file_is_named_in_the_error(tmp_path: Path) -> None:
+    (tmp_path / "responses.sqlite").write_bytes(b"this is not a sqlite database" * 100)
+    with pytest.raises(RuntimeError, match=r"responses\.sqlite.*delete it"):
+        CachedBackend(ScriptedBackend(["x"]), tmp_path)

@@ -183,3 +183,16 @@ def test_make_backend_openai_reads_key_from_env(monkeypatch: pytest.MonkeyPatch)
 def test_bad_base_url_is_rejected() -> None:
     with pytest.raises(ValueError, match="base_url"):
         OpenAIChatBackend("localhost:8000/v1", "m")
+
+
+def test_retry_after_accepts_seconds_and_http_dates() -> None:
+    import email.utils
+
+    from qgmem.llm.http import _retry_after_s
+
+    assert _retry_after_s("2") == 2.0
+    assert _retry_after_s(None) is None and _retry_after_s("soon") is None
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 <= _retry_after_s(later) <= 31
+    past = email.utils.formatdate(time.time() - 30, usegmt=True)
+    assert _retry_after_s(past) == 0.0

@@ -60,10 +60,13 @@ class CachedBackend(ChatBackend):
         self.path = Path(cache_dir) / "responses.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise RuntimeError(f"LLM response cache {self.path} is unreadable ({e}); delete it to start afresh") from e
         self.hits = 0
         self.misses = 0
 
