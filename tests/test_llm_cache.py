@@ -6,7 +6,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from openai_server import OpenAIServer
 
 from qgmem.llm import ChatRequest, LLMConfig, LLMError, ScriptedBackend, make_backend
