@@ -66,12 +66,16 @@ def make_tokenizer(style: str) -> PreTrainedTokenizerFast:
     return tok
 
 
-def make_model(arch: str, vocab_size: int, seed: int = 0, hidden: int = 48) -> torch.nn.Module:
-    """A 2-layer causal LM with random weights from ``seed``. arch: "qwen3" or "llama"."""
+def make_model(arch: str, vocab_size: int, seed: int = 0, hidden: int = 48, init_std: float = 0.02) -> torch.nn.Module:
+    """A 2-layer causal LM with random weights from ``seed``. arch: "qwen3" or "llama".
+
+    ``init_std`` is the weight init scale; a larger one gives a random model logits with enough
+    range to become confident (the default 0.02 keeps every prediction near uniform).
+    """
     torch.manual_seed(seed)
     common = dict(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                  attention_dropout=0.0, tie_word_embeddings=False)
+                  attention_dropout=0.0, tie_word_embeddings=False, initializer_range=init_std)
     if arch == "qwen3":
         cfg = Qwen3Config(head_dim=hidden // 4, **common)
         model = Qwen3ForCausalLM(cfg)
@@ -83,7 +87,8 @@ def make_model(arch: str, vocab_size: int, seed: int = 0, hidden: int = 48) -> t
     return model.eval()
 
 
-def make_tiny(arch: str, seed: int = 0, hidden: int = 48) -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
+def make_tiny(arch: str, seed: int = 0, hidden: int = 48, init_std: float = 0.02
+              ) -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
     """(model, tokenizer): Qwen3 with the BOS-less tokenizer, Llama with the BOS tokenizer."""
     tok = make_tokenizer("qwen" if arch == "qwen3" else "llama")
-    return make_model(arch, len(tok), seed=seed, hidden=hidden), tok
+    return make_model(arch, len(tok), seed=seed, hidden=hidden, init_std=init_std), tok
