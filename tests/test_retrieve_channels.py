@@ -1,0 +1,107 @@
+"""Retrieval channels and fusion: BM25, dense (exact and HNSW), event-attribute matching, RRF."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qgmem.retrieve.attributes import AttributeIndex
+from qgmem.retrieve.dense import DenseIndex
+from qgmem.retrieve.fusion import rrf
+from qgmem.retrieve.lexical import LexicalIndex
+from qgmem.retrieve.query import QueryConstraints
+from qgmem.types import AtomicUnit
+
+
+def test_bm25_ranks_term_matches_and_handles_empty_and_unknown_terms():
+    ix = LexicalIndex(["Alice adopted a dog named Rex", "Bob is reading Dune", "Bob plays the guitar every day"])
+    hits = ix.search("Who is reading books? dune", 10)
+    assert hits[0][0] == 1 and all(s > 0 for _, s in hits)
+    assert ix.search("xylophone quantum", 10) == []
+    assert LexicalIndex([]).search("anything", 5) == []
+    assert len(ix.search("Bob", 1)) == 1
+
+
+def test_dense_exact_and_hnsw_agree_on_neighbours():
+    rng = np.random.default_rng(0)
+    m = rng.normal(size=(3000, 32)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    exact = DenseIndex(m, ann_threshold=10**9)
+    ann = DenseIndex(m, ann_threshold=100, m=16, ef_construction=80, ef_search=128)
+    assert not exact.ann and ann.ann
+    agree = 0
+    for i in range(20):
+        q = m[i] + 0.05 * rng.normal(size=32).astype(np.float32)
+        q /= np.linalg.norm(q)
+        e = [r for r, _ in exact.search(q, 10)]
+        a = [r for r, _ in ann.search(q, 10)]
+        assert e[0] == i and a[0] == i
+        agree += len(set(e) & set(a))
+    assert agree / 200 >= 0.9
+    with pytest.raises(ValueError, match="dimension"):
+        exact.search(np.zeros(8, np.float32), 3)
+    assert DenseIndex(np.zeros((0, 32), np.float32)).search(m[0], 5) == []
+
+
+def test_rrf_hand_computed():
+    fused = rrf({"a": [1, 2, 3], "b": [3, 1]}, k=60)
+    scores = dict(fused)
+    assert scores[1] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert [i for i, _ in fused] == [1, 3, 2]
+    assert [i for i, _ in rrf({"a": [1, 2, 3], "b": [3, 1]}, k=60, weights={"b": 0})] == [1, 2, 3]
+    assert len(rrf({"a": list(range(500))}, pool_size=100)) == 100
+
+
+def _unit(i: int, ents: list[str], loc: str | None = None, t0: str | None = None, t1: str | None = None,
+          utt: str | None = None) -> AtomicUnit:
+    return AtomicUnit(id=f"u{i}", namespace="n", session_id="S1", text=f"claim {i}", first_turn=f"D1:{i}",
+                      last_turn=f"D1:{i}", turn_ids=[f"D1:{i}"], speaker="Alice", subject="Alice", relation="r",
+                      object="o", entities=ents, location=loc, fact_time_start=t0, fact_time_end=t1,
+                      utterance_time=utt)
+
+
+class _Vocab:
+    """Deterministic toy embedder: names in the same group are similar (cos 0.8), others orthogonal."""
+
+    groups = {"paris": 0, "paris, france": 0, "rex": 1, "my dog rex": 1, "london": 2, "globex": 3, "alice": 4}
+
+    def __call__(self, names: list[str]) -> np.ndarray:
+        return np.stack([self.vec(n) for n in names]).astype(np.float32)
+
+    def vec(self, name: str) -> np.ndarray:
+        v = np.zeros(8, np.float32)
+        g = self.groups.get(name.lower(), 7)
+        v[g] = 1.0
+        if name.lower() in ("paris, france", "my dog rex"):
+            v[6] = 0.75
+        return v / np.linalg.norm(v)
+
+
+def test_attribute_channel_matches_names_by_similarity_threshold_and_time_overlap():
+    enc = _Vocab()
+    units = [_unit(0, ["Rex"]), _unit(1, ["Globex"], loc="Paris, France"), _unit(2, [], loc="London"),
+             _unit(3, [], t0="2023-05-01", t1="2023-05-31"), _unit(4, [], utt="2023-05-10"), _unit(5, ["Alice"])]
+    ix = AttributeIndex(units, enc)
+    rows = [r for r, _ in ix.search(QueryConstraints(entities=["my dog rex"]), [enc.vec("my dog rex")], None, 0.6, 10)]
+    assert rows == [0]
+    # "Paris" vs "Paris, France": cos 0.8 >= 0.6 matches; London does not
+    rows = [r for r, _ in ix.search(QueryConstraints(location="Paris"), [], enc.vec("Paris"), 0.6, 10)]
+    assert rows == [1]
+    assert ix.search(QueryConstraints(location="Paris"), [], enc.vec("Paris"), 0.85, 10) == []
+    # time: fact time overlap scores above the utterance-time fallback (half weight)
+    res = ix.search(QueryConstraints(time_start="2023-05-07", time_end="2023-05-20"), [], None, 0.6, 10)
+    assert [r for r, _ in res] == [3, 4] and res[0][1] == pytest.approx(2 * res[1][1])
+    assert ix.search(QueryConstraints(time_start="2024-01-01", time_end="2024-01-31"), [], None, 0.6, 10) == []
+    no_fallback = AttributeIndex(units, enc, time_fallback_utterance=False)
+    assert [r for r, _ in no_fallback.search(QueryConstraints(time_start="2023-05-07", time_end="2023-05-20"),
+                                             [], None, 0.6, 10)] == [3]
+
+
+def test_attribute_ties_broken_by_dense_similarity():
+    enc = _Vocab()
+    units = [_unit(0, ["Rex"]), _unit(1, ["Rex"]), _unit(2, ["Rex"])]
+    ix = AttributeIndex(units, enc)
+    order = ix.search(QueryConstraints(entities=["Rex"]), [enc.vec("Rex")], None, 0.6, 10,
+                      tie_break=lambda rows: np.asarray([{0: 0.1, 1: 0.9, 2: 0.5}[int(r)] for r in rows]))
+    assert [r for r, _ in order] == [1, 2, 0]
