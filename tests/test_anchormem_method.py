@@ -84,8 +84,11 @@ def test_llm_build_persists_and_activates(tmp_path: Path, tiny_conversation: Con
     contexts = [it for it in wm3.items if it.kind == "context"]
     assert len(contexts) == len({it.meta["chunk_id"] for it in contexts}) <= 3  # deduplicated chunks
     assert {"D1:4", "D2:2"} <= set(wm3.turn_ids())
-    assert [it.kind for it in wm3.items][-2:] == ["event", "event"] and wm3.items[-2].text == EVENTS["Fact 1: Bob is reading"]
-    assert [it.score for it in contexts] == sorted((it.score for it in contexts), reverse=True)
+    assert EVENTS["Fact 1: Bob is reading"] in [it.text for it in wm3.items if it.kind == "event"]
+    assert [it.score for it in wm3.items] == sorted((it.score for it in wm3.items), reverse=True)  # merged
+    first = AnchorMemMethod(store, dataclasses.replace(CFG, item_order="contexts_first"), llm=llm)
+    kinds3 = [it.kind for it in first.activate(tiny_conversation.questions[2], k=3).items]
+    assert kinds3 == sorted(kinds3) and kinds3.count("event") == 2  # contexts, then events
 
     # a fresh method over the same store answers without any LLM call or rebuild
     m2 = AnchorMemMethod(store, CFG, llm=ScriptedBackend([]))
@@ -93,6 +96,28 @@ def test_llm_build_persists_and_activates(tmp_path: Path, tiny_conversation: Con
     assert [it.text for it in wm_again.items] == [it.text for it in wm.items]
     m2.build(tiny_conversation)  # same settings: loads, no calls
     assert m2.llm.requests == []
+
+
+def test_rule_facts_without_llm(tmp_path: Path, tiny_conversation: Conversation) -> None:
+    from qgmem.anchormem.facts import rule_units
+
+    store = MemoryStore(tmp_path / "store")
+    m = AnchorMemMethod(store, AnchorMemConfig(tau=0.5))  # defaults: rule facts, concat events, no LLM
+    assert m.llm is None
+    m.build(tiny_conversation)
+    units = rule_units(tiny_conversation)
+    facts = store.get_records("c1", "am_facts")
+    assert sorted(f["text"] for f in facts) == sorted(u.text for u in units) and len(facts) >= 10
+    chunk_turns = {c["id"]: set(c["turn_ids"]) for c in store.get_records("c1", "am_chunks")}
+    assert all(set(f["turn_ids"]) <= chunk_turns[f["chunk_id"]] and f["source"] == "rule" for f in facts)
+    events = store.get_records("c1", "am_events")
+    assert events and all(e["integrator"] == "concat" for e in events)
+    for e in events:  # concatenation of its facts in time order, one per context
+        texts = {f["id"]: f["text"] for f in facts}
+        assert e["text"].startswith(texts[e["fact_ids"][0]].rstrip(".")) and len(set(e["chunk_ids"])) == len(e["chunk_ids"])
+    assert m.stats("c1")["event_stats"]["llm"]["calls"] == 0
+    q = Question("qw", "Which company does Alice work for now?", ["Globex"], "4", conversation_id="c1")
+    assert "D2:1" in m.activate(q, k=3).turn_ids()
 
 
 def test_no_leakage_every_session_indexed(tmp_path: Path, tiny_conversation: Conversation) -> None:

@@ -23,6 +23,7 @@ class AnchorMemConfig:
     embedder: str = "minilm"  # packaged all-MiniLM-L6-v2
     dedupe_identical_clusters: bool = True  # the same fact set reached from two seeds makes one event
     event_turns: str = "facts"  # event turn_ids: "facts" (its facts' spans) | "chunks" (its facts' chunks)
+    item_order: str = "score"  # "score": contexts and events merged by query similarity | "contexts_first"
     fact_max_tokens: int = 512
     event_max_tokens: int = 256
     llm_retries: int = 1  # re-asks after an unparseable reply before the item is recorded as a failure
@@ -45,5 +46,7 @@ class AnchorMemConfig:
             raise ValueError(f"AnchorMemConfig.event_turns must be 'facts' or 'chunks', got {self.event_turns!r}")
         if self.max_clusters < 0:
             raise ValueError(f"AnchorMemConfig.max_clusters must be >= 0, got {self.max_clusters}")
+        if self.item_order not in ("score", "contexts_first"):
+            raise ValueError(f"AnchorMemConfig.item_order must be 'score' or 'contexts_first', got {self.item_order!r}")
         if self.top_k < 1:
             raise ValueError(f"AnchorMemConfig.top_k must be >= 1, got {self.top_k}")

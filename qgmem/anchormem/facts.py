@@ -207,8 +207,15 @@ def facts_from_units(chunks: list[Chunk], units: list[AtomicUnit], stats: FactSt
 
 
 def rule_units(conversation: Conversation) -> list[AtomicUnit]:
-    """The rule extractor's units (no LLM)."""
-    from ..construct import build_memory
+    """The rule extractor's units over every session's windows (no LLM, no trace consolidation:
+    AnchorMem needs the claims only). Each rule unit is one sentence of one turn, "Speaker: ..."."""
+    from ..construct.rule import RuleExtractor
+    from ..construct.windows import make_windows
 
-    units, _ = build_memory(conversation, extractor="rule")
-    return list(units)
+    extractor = RuleExtractor()
+    speakers = conversation.speakers or sorted({t.speaker for t in conversation.turns()})
+    units: list[AtomicUnit] = []
+    for session in conversation.sessions:
+        for window in make_windows(session):
+            units.extend(extractor.extract(window, conversation.id, speakers))
+    return units

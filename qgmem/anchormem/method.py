@@ -226,7 +226,11 @@ class AnchorMemMethod:
         return got[1]
 
     def activate(self, question: Question, k: int | None = None) -> WorkingMemory:
-        """Top-k facts -> their chunks (dedup, order of first hit) plus top-k events (paper eq. 12-15)."""
+        """Top-k facts -> their chunks (dedup, order of first hit) plus top-k events (paper eq. 12-15).
+
+        Up to k contexts and k events; with item_order="score" they are merged by query similarity
+        (a context scores as its best anchor fact), so ranked metrics see the most similar first.
+        """
         k = k or self.cfg.top_k
         ns = question.conversation_id or self._last_ns
         if not ns:
@@ -256,6 +260,8 @@ class AnchorMemMethod:
                     label=f"E{n + 1}", kind="event", text=ev.text, turn_ids=list(ev.turn_ids),
                     score=float(escores[i]),
                     meta={"event_id": ev.id, "fact_ids": ev.fact_ids, "integrator": ev.integrator}))
+        if self.cfg.item_order == "score":  # one ranked list for metrics@k; the set is the same
+            items.sort(key=lambda it: -it.score)
         tokens = sum(len(it.text.split()) for it in items)
         return WorkingMemory(question=question, items=items, method=self.name, context_tokens=tokens,
                              meta={"namespace": ns, "k": k})
