@@ -157,7 +157,8 @@ def build_local_graph(wm: WorkingMemory, embed: Embed, cfg: GraphConfig | None =
     """Local memory graph of ``wm`` as a `torch_geometric.data.Data`.
 
     Fields: ``x`` [N, D] node-name embeddings, ``edge_index`` [2, E], ``edge_attr`` [E, D'] with
-    D' from `feature_dims`, and the lists ``node_text``, ``edge_text``, ``unit_ids``, ``labels``.
+    D' from `feature_dims`, and per-node ``node_text`` and per-edge ``edge_text``, ``unit_ids``,
+    ``labels`` (memory labels) and ``superseded`` lists.
     An empty working memory gives a valid graph with 0 nodes and 0 edges.
     """
     cfg = cfg or GraphConfig()
@@ -189,7 +190,7 @@ def build_local_graph(wm: WorkingMemory, embed: Embed, cfg: GraphConfig | None =
     return Data(
         x=torch.from_numpy(x), edge_index=edge_index, edge_attr=torch.from_numpy(edge_attr),
         num_nodes=len(tr.node_text), node_text=tr.node_text, edge_text=tr.edge_text,
-        unit_ids=tr.unit_ids, labels=tr.labels,
+        unit_ids=tr.unit_ids, labels=tr.labels, superseded=tr.superseded,
     )
 
 
@@ -197,4 +198,4 @@ def empty_graph(node_dim: int, edge_dim: int) -> Data:
     """A graph with no nodes (what an empty working memory gives)."""
     return Data(x=torch.zeros((0, node_dim)), edge_index=torch.zeros((2, 0), dtype=torch.long),
                 edge_attr=torch.zeros((0, edge_dim)), num_nodes=0,
-                node_text=[], edge_text=[], unit_ids=[], labels=[])
+                node_text=[], edge_text=[], unit_ids=[], labels=[], superseded=[])

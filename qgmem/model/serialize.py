@@ -73,15 +73,17 @@ def graph_text(wm: WorkingMemory, graph: Data | None = None, cfg: GraphConfig | 
     """The local graph as triples, one per line, each with the label of the entry it came from."""
     if graph is not None:
         nodes, rels = list(graph.node_text), list(graph.edge_text)
-        labels = list(getattr(graph, "labels", [""] * len(rels)))
+        labels = list(getattr(graph, "labels", None) or [""] * len(rels))
+        old = list(getattr(graph, "superseded", None) or [False] * len(rels))
         ei = graph.edge_index.tolist()
         edges = list(zip(ei[0], ei[1])) if rels else []
     else:
         tr = graph_triples(wm, cfg)
-        nodes, rels, labels, edges = tr.node_text, tr.edge_text, tr.labels, tr.edge_index
+        nodes, rels, labels, edges, old = tr.node_text, tr.edge_text, tr.labels, tr.edge_index, tr.superseded
     lines = []
-    for (s, o), r, lab in zip(edges, rels, labels):
-        lines.append(f"({nodes[s]}) -[{r}]-> ({nodes[o]})" + (f" [{lab}]" if lab else ""))
+    for (s, o), r, lab, sup in zip(edges, rels, labels, old):
+        lines.append(f"({nodes[s]}) -[{r}]-> ({nodes[o]})" + (f" [{lab}]" if lab else "")
+                     + (" (superseded)" if sup else ""))
     return "\n".join(lines)
 
 
