@@ -50,6 +50,9 @@ class PrepareConfig:
     # Keep at most this many sessions per conversation: every session holding evidence of a kept
     # question plus seeded distractors. A CPU budget knob for LongMemEval-S (~48 sessions each).
     max_sessions: int | None = None
+    # Cut every turn to this many characters before building memories (None = keep whole turns).
+    # A CPU budget knob: LongMemEval assistant turns run to thousands of characters.
+    max_turn_chars: int | None = None
     drop_abstention: bool = False  # LongMemEval "_abs" questions
     split: list[float] = field(default_factory=lambda: [0.8, 0.1, 0.1])  # train / val / test by conversation
     k: int = 10  # working-memory size
@@ -114,6 +117,22 @@ def reduce_sessions(conv: Conversation, questions: list[Question], max_sessions:
     keep |= set(rng.sample(others, max(0, min(len(others), max_sessions - len(keep)))))
     return dataclasses.replace(conv, sessions=[s for s in conv.sessions if s.id in keep],
                                meta={**conv.meta, "sessions_total": len(conv.sessions)})
+
+
+def cut_turns(conv: Conversation, max_chars: int | None) -> Conversation:
+    """Every turn's text cut to `max_chars` (at a word boundary, marked with "...")."""
+    if max_chars is None:
+        return conv
+
+    def cut(text: str) -> str:
+        if len(text) <= max_chars:
+            return text
+        head = text[:max_chars].rsplit(" ", 1)[0]
+        return (head or text[:max_chars]) + " ..."
+
+    sessions = [dataclasses.replace(s, turns=[dataclasses.replace(t, text=cut(t.text)) for t in s.turns])
+                for s in conv.sessions]
+    return dataclasses.replace(conv, sessions=sessions)
 
 
 def kept_questions(conv: Conversation, cfg: PrepareConfig) -> list[Question]:
@@ -207,6 +226,16 @@ def _done_log(out_dir: Path) -> dict[str, dict[str, Any]]:
     return {r["conversation_id"]: r for r in read_jsonl(out_dir / "examples.jsonl")}
 
 
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last line left unfinished by a kill, so the next append starts on a fresh line."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
 def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list[Conversation] | None = None,
                     progress: bool = True) -> dict[str, Any]:
     """Build (or finish building) the prepared set in `out_dir`; returns the meta written to prepare_meta.json."""
@@ -228,6 +257,7 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
         conversations = load_dataset_by_name(cfg.dataset, data_dir=cfg.data_dir)
     selected = select_conversations(conversations, cfg)
     splits = assign_splits([c.id for c in selected], cfg.split, cfg.seed)
+    _drop_torn_tail(out / "examples.jsonl")
     done = _done_log(out)
     todo = [c for c in selected if c.id not in done]
     if todo:
@@ -243,7 +273,7 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
             qs = kept_questions(conv, cfg)
             rows: list[dict[str, Any]] = []
             if qs:
-                small = reduce_sessions(conv, qs, cfg.max_sessions, cfg.seed)
+                small = cut_turns(reduce_sessions(conv, qs, cfg.max_sessions, cfg.seed), cfg.max_turn_chars)
                 retriever.build(small)
                 for q in qs:
                     q = dataclasses.replace(q, conversation_id=q.conversation_id or conv.id)

@@ -597,11 +597,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="train YAML (configs/train/*.yaml)")
+    parser.add_argument("--model-config", help="backbone YAML (configs/model/*.yaml): its model/encoder "
+                        "sections replace the train config's; key=value overrides still apply last")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-4 output_dir=/tmp/run")
 
 
+def load_train_config(path: str, model_config: str | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Train YAML (+ backbone YAML sections) + overrides -> TrainConfig."""
+    import yaml
+
+    from qgmem.config import ConfigError, apply_overrides, from_dict
+
+    if model_config is None:
+        return load_config(TrainConfig, path, overrides)
+    data: dict[str, Any] = {}
+    for p in (path, model_config):
+        if not Path(p).exists():
+            raise ConfigError(f"config file not found: {p}")
+        part = yaml.safe_load(Path(p).read_text()) or {}
+        if not isinstance(part, dict):
+            raise ConfigError(f"{p}: top level must be a mapping")
+        if p == model_config and set(part) - {"model", "encoder"}:
+            raise ConfigError(f"{p}: a model config may only hold 'model' and 'encoder', got {sorted(part)}")
+        data.update(part)
+    apply_overrides(data, list(overrides or []))
+    return from_dict(TrainConfig, data, f"{path} + {model_config}")
+
+
 def run(args: argparse.Namespace) -> int:
-    cfg = load_config(TrainConfig, args.config, args.overrides)
+    cfg = load_train_config(args.config, args.model_config, args.overrides)
     res = train(cfg)
     return 0 if res else 1
 

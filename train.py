@@ -1,0 +1,12 @@
+#!/usr/bin/env python
+"""Graph-token training entry point (see qgmem/train.py):
+
+    accelerate launch --config_file configs/accelerate/cpu.yaml train.py --config configs/train/smollm2_cpu.yaml [key=value ...]
+"""
+
+import sys
+
+from qgmem.train import main
+
+if __name__ == "__main__":
+    sys.exit(main())
