@@ -1,0 +1,210 @@
+"""Memory in, answers out: the whole QGMem inference path behind three calls.
+
+    pipe = MemoryPipeline.from_pretrained("checkpoints/smollm2_cpu/best")   # graph token + frozen LM
+    pipe = MemoryPipeline.from_pretrained(None, llm=make_backend(cfg))      # any ChatBackend, text only
+    pipe.add(conversation_or_sessions, namespace="alice")
+    ans = pipe.answer("Where does Alice work now?", namespace="alice")
+    ans.text, ans.cited_labels, ans.working_memory
+
+With a checkpoint, the working memory is built with the same retrieval and graph settings the
+encoder was trained on (stored in the checkpoint), and the answer comes from `GraphTokenLM.generate`
+(graph token + serialised memory). Without one, the memory and its local graph are serialised
+as text for the chat backend (the API-backbone path of QGMem §IV). Cited labels are those of
+the answer that name an item of the working memory; others are reported as `invalid_labels`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qgmem.graph.local_graph import GraphConfig, build_local_graph
+from qgmem.llm.base import ChatBackend
+from qgmem.retrieve.config import RetrievalConfig
+from qgmem.types import Conversation, Question, Session, WorkingMemory
+
+
+@dataclass
+class Answer:
+    text: str  # the short answer (the "Answer:" line)
+    cited_labels: list[str]  # labels cited in the reply that exist in `working_memory`
+    working_memory: WorkingMemory
+    raw: str = ""  # the full reply
+    invalid_labels: list[str] = field(default_factory=list)  # cited labels naming no memory item
+
+
+class MemoryPipeline:
+    """One store of memories (a namespace per user/conversation) + one answerer."""
+
+    def __init__(self, *, model: Any = None, llm: ChatBackend | None = None, store_dir: str | Path | None = None,
+                 retrieval: RetrievalConfig | None = None, graph: GraphConfig | None = None, k: int = 10,
+                 max_length: int = 2048, max_new_tokens: int = 64, text_with_graph: bool = False):
+        from qgmem.retrieve.method import QGMemRetriever
+        from qgmem.store import MemoryStore
+
+        if model is None and llm is None:
+            raise ValueError("MemoryPipeline needs a GraphTokenLM (model=) or a ChatBackend (llm=)")
+        self.model, self.llm = model, llm
+        self.retrieval = retrieval or RetrievalConfig()
+        self.graph_cfg = graph or GraphConfig()
+        self.k, self.max_length, self.max_new_tokens = k, max_length, max_new_tokens
+        self.text_with_graph = text_with_graph
+        if store_dir is None:
+            from qgmem.paths import cache_dir
+
+            store_dir = cache_dir() / "pipeline" / uuid.uuid4().hex[:12]
+        self.store = MemoryStore(store_dir)
+        self.retriever = QGMemRetriever(self.store, self.retrieval, llm=llm if self._llm_for_retrieval() else None)
+        self._conversations: dict[str, Conversation] = {}
+        self._collator = model.make_collator(max_length, mode="generate") if model is not None else None
+
+    def _llm_for_retrieval(self) -> bool:
+        return self.retrieval.query_parser == "llm" or self.retrieval.rerank.kind == "chat" \
+            or self.retrieval.extractor == "llm"
+
+    @classmethod
+    def from_pretrained(cls, checkpoint: str | Path | None = None, llm: Any = None, *,
+                        store_dir: str | Path | None = None, retrieval: RetrievalConfig | None = None,
+                        k: int | None = None, max_new_tokens: int = 64, device: str | None = None,
+                        torch_dtype: Any = None) -> "MemoryPipeline":
+        """`checkpoint`: a `GraphTokenLM.save_pretrained` folder (e.g. output_dir/best) or None.
+
+        With a checkpoint, `llm` may be a preloaded causal LM (else the base model named in the
+        checkpoint is loaded). Without one, `llm` is a ChatBackend or an LLMConfig (default: the
+        local SmolLM2 backend through `qgmem.llm.make_backend`).
+        """
+        if checkpoint is None:
+            from qgmem.llm import LLMConfig, make_backend
+
+            if llm is None or isinstance(llm, LLMConfig):
+                llm = make_backend(llm or LLMConfig())
+            if not isinstance(llm, ChatBackend):
+                raise TypeError(f"without a checkpoint, llm must be a ChatBackend or LLMConfig, got {type(llm).__name__}")
+            return cls(llm=llm, store_dir=store_dir, retrieval=retrieval, k=k or 10, max_new_tokens=max_new_tokens,
+                       text_with_graph=True)
+        from qgmem.config import from_dict
+        from qgmem.model.graph_token_lm import GraphTokenLM
+        from qgmem.prepare import PrepareConfig
+
+        ck = Path(checkpoint)
+        model = _load_model(ck, llm, device, torch_dtype)
+        extra = dict(getattr(model, "extra", {}) or {})
+        prep = from_dict(PrepareConfig, extra["prepare"], f"{ck}: extra.prepare") if extra.get("prepare") else None
+        return cls(model=model, store_dir=store_dir,
+                   retrieval=retrieval or (prep.retrieval if prep else None),
+                   graph=model.graph_cfg or (prep.graph if prep else None),
+                   k=k or (prep.k if prep else 10), max_length=int(extra.get("max_length", 2048)),
+                   max_new_tokens=max_new_tokens, text_with_graph=prep.text_with_graph if prep else False)
+
+    # -- memory -----------------------------------------------------------------------------
+    def add(self, conversation: Conversation | list[Session], namespace: str | None = None) -> str:
+        """Add a conversation (or more sessions of one) to `namespace`; returns the namespace.
+
+        Sessions already in the namespace (same id) are kept as they are; new ones are built
+        incrementally (new windows only).
+        """
+        from qgmem.construct import build_memory
+
+        if isinstance(conversation, Conversation):
+            ns = namespace or conversation.id
+            sessions = list(conversation.sessions)
+            speakers = list(conversation.speakers)
+        elif isinstance(conversation, list) and all(isinstance(s, Session) for s in conversation):
+            ns = namespace or "default"
+            sessions, speakers = list(conversation), []
+        else:
+            raise TypeError(f"add() takes a Conversation or a list of Session, got {type(conversation).__name__}")
+        old = self._conversations.get(ns)
+        if old is not None:
+            have = {s.id for s in old.sessions}
+            sessions = list(old.sessions) + [s for s in sessions if s.id not in have]
+            speakers = list(dict.fromkeys(list(old.speakers) + speakers))
+        conv = Conversation(id=ns, sessions=sessions, speakers=speakers)
+        units, traces = build_memory(conv, extractor=self.retrieval.extractor,
+                                     llm=self.llm if self.retrieval.extractor == "llm" else None, store=self.store)
+        self.retriever.index_units(conv, units, traces, namespace=ns)
+        self._conversations[ns] = conv
+        return ns
+
+    def namespaces(self) -> list[str]:
+        return sorted(self._conversations)
+
+    def working_memory(self, question: str | Question, namespace: str | None = None) -> WorkingMemory:
+        q = self._question(question, namespace)
+        return self.retriever.activate(q, k=self.k)
+
+    def _question(self, question: str | Question, namespace: str | None) -> Question:
+        if isinstance(question, Question):
+            ns = namespace or question.conversation_id
+            q = dataclasses.replace(question, conversation_id=ns) if ns else question
+        else:
+            ns = namespace
+            q = Question(id=f"q-{uuid.uuid4().hex[:8]}", text=str(question), answers=[], category="",
+                         conversation_id=ns or "")
+        if not q.conversation_id:
+            if len(self._conversations) != 1:
+                raise ValueError(f"namespace required: this pipeline holds {self.namespaces()}")
+            q = dataclasses.replace(q, conversation_id=self.namespaces()[0])
+        if q.conversation_id not in self._conversations:
+            raise KeyError(f"namespace {q.conversation_id!r} has no memories; add() it first (have {self.namespaces()})")
+        return q
+
+    # -- answers ----------------------------------------------------------------------------
+    def answer(self, question: str | Question, namespace: str | None = None) -> Answer:
+        from qgmem.model.serialize import answer_messages, parse_answer, question_text, serialize_working_memory
+
+        q = self._question(question, namespace)
+        wm = self.retriever.activate(q, k=self.k)
+        emb = self.retriever.embedder
+        graph = build_local_graph(wm, emb.encode, self.graph_cfg, embed_dim=emb.dim)
+        if self.model is not None:
+            from qgmem.model.collate import GraphExample
+
+            text = serialize_working_memory(wm, with_graph=self.text_with_graph, graph=graph)
+            ex = GraphExample(question=question_text(q), memory_text=text, answer=None, graph=graph, id=q.id)
+            raw = self.model.generate(self._collator([ex]), max_new_tokens=self.max_new_tokens)[0]
+        else:
+            text = serialize_working_memory(wm, with_graph=self.text_with_graph, graph=graph)
+            raw = self.llm.chat(answer_messages(q, text), temperature=0.0, max_tokens=self.max_new_tokens,
+                                phase="generation").text
+        ans, labels = parse_answer(raw)
+        known = {it.label for it in wm.items}
+        return Answer(text=ans, cited_labels=[lab for lab in labels if lab in known], working_memory=wm, raw=raw,
+                      invalid_labels=[lab for lab in labels if lab not in known])
+
+
+def _load_model(ck: Path, llm: Any, device: str | None, torch_dtype: Any):
+    """GraphTokenLM from a checkpoint; the base LLM named there goes through `local_model_path`
+    (so "smollm2" resolves to the packaged copy)."""
+    import json
+
+    import torch
+
+    from qgmem.model.graph_token_lm import CONFIG_NAME, GraphTokenLM
+
+    cfg_path = ck / CONFIG_NAME
+    if not cfg_path.exists():
+        raise FileNotFoundError(f"{cfg_path}: not found (not a GraphTokenLM checkpoint)")
+    cfg = json.loads(cfg_path.read_text())
+    tokenizer = None
+    if llm is None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from qgmem.llm.hf import local_model_path
+
+        name = (cfg.get("extra") or {}).get("model_name") or cfg.get("base_model")
+        if not name:
+            raise ValueError(f"{cfg_path}: no base model named (fields 'extra.model_name', 'base_model')")
+        path = local_model_path(name)
+        llm = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype or torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    elif isinstance(llm, tuple):
+        llm, tokenizer = llm
+    else:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(llm.name_or_path)
+    return GraphTokenLM.from_pretrained(ck, llm=llm, tokenizer=tokenizer, device=device)
