@@ -146,6 +146,7 @@ class Answer:
     completion_tokens: int = 0
     seconds: float = 0.0
     error: str | None = None  # the LLMError text when generation failed after retries
+    cached: bool = False  # answered from the response cache
 
 
 def memory_text(method: Any, wm: WorkingMemory, with_graph: bool = True) -> str:
@@ -157,6 +158,33 @@ def memory_text(method: Any, wm: WorkingMemory, with_graph: bool = True) -> str:
     from qgmem.model.serialize import serialize_working_memory
 
     return serialize_working_memory(wm, with_graph=with_graph and getattr(method, "name", "") == "qgmem-text")
+
+
+def generate_answers(method: Any, batch: list[tuple[Question, WorkingMemory]], backend: ChatBackend | None,
+                     max_tokens: int = 64, with_graph: bool = True) -> list[Answer]:
+    """Answers for several questions at once: one `complete_many` call, so a local model batches
+    the prompts and an HTTP backend sends them concurrently. Failures come back per question."""
+    from qgmem.llm.base import ChatRequest
+    from qgmem.model.serialize import answer_messages, parse_answer
+
+    if callable(getattr(method, "answer", None)) or len(batch) <= 1:
+        return [generate_answer(method, q, wm, backend, max_tokens, with_graph) for q, wm in batch]
+    if backend is None:
+        raise ValueError(f"method {getattr(method, 'name', method)!r} answers through an LLM: give an answer backend")
+    texts = [memory_text(method, wm, with_graph) for _, wm in batch]
+    reqs = [ChatRequest(answer_messages(q, t), 0.0, max_tokens) for (q, _), t in zip(batch, texts)]
+    t0 = time.perf_counter()
+    results = backend.complete_many(reqs, phase="generation")
+    wall = (time.perf_counter() - t0) / len(batch)
+    out: list[Answer] = []
+    for res, text in zip(results, texts):
+        if isinstance(res, LLMError):
+            out.append(Answer("", "", [], text, 0, 0, wall, error=str(res)))
+            continue
+        ans, cited = parse_answer(res.text)
+        out.append(Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, wall,
+                          cached=bool(res.cached)))
+    return out
 
 
 def generate_answer(method: Any, question: Question, wm: WorkingMemory, backend: ChatBackend | None,
@@ -180,4 +208,5 @@ def generate_answer(method: Any, question: Question, wm: WorkingMemory, backend:
     except LLMError as e:
         return Answer("", "", [], text, 0, 0, time.perf_counter() - t0, error=str(e))
     ans, cited = parse_answer(res.text)
-    return Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, time.perf_counter() - t0)
+    return Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, time.perf_counter() - t0,
+                  cached=bool(res.cached))

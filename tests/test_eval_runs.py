@@ -46,6 +46,7 @@ def _cfg(tmp_path, name: str) -> EvalConfig:
                      bootstrap_resamples=500)
     cfg.judge.enabled = True
     cfg.judge.repeats = 2
+    cfg.answer.batch_size = 2  # questions are answered and appended two at a time
     return cfg
 
 
@@ -60,7 +61,7 @@ def test_resume_after_a_kill_skips_finished_questions_and_gives_the_same_summary
 
     def dying(req) -> str:
         calls["n"] += 1
-        if calls["n"] == 4:  # killed while answering the 4th question
+        if calls["n"] == 6:  # killed while answering the 6th question (2nd of a batch)
             raise Killed()
         return _answer(req)
 
@@ -69,13 +70,13 @@ def test_resume_after_a_kill_skips_finished_questions_and_gives_the_same_summary
         evaluate(cfg, [conv], ScriptedBackend(dying), ScriptedBackend(_judge), show_progress=False)
     run_dir = latest_unfinished(cfg)
     assert run_dir is not None and read_meta(run_dir)["status"] == "running"
-    assert len(list(read_jsonl(run_dir / "predictions.jsonl"))) == 3
+    assert len(list(read_jsonl(run_dir / "predictions.jsonl"))) == 4  # two finished batches
 
     second = ScriptedBackend(_answer)
     cfg2 = _cfg(tmp_path, "run")
     out_dir, summary = evaluate(cfg2, [conv], second, ScriptedBackend(_judge), resume=True, show_progress=False)
     assert out_dir == run_dir
-    assert len(second.requests) == 2 * 4 - 3  # only the unfinished questions were answered again
+    assert len(second.requests) == 2 * 4 - 4  # only the unfinished questions were answered again
     recs = list(read_jsonl(run_dir / "predictions.jsonl"))
     assert len(recs) == 8 and len({(r["method"], r["question_id"]) for r in recs}) == 8
     assert scores_only(summary) == scores_only(ref)

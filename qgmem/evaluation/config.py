@@ -47,6 +47,7 @@ class CoverageConfig:
 class AnswerConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)
     max_tokens: int = 64
+    batch_size: int = 8  # questions answered per batch (local model: one padded batch; HTTP: concurrent calls)
     with_graph: bool = True  # qgmem-text: append the local graph as triples
 
 

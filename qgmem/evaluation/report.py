@@ -71,6 +71,7 @@ def _costs(recs: list[dict[str, Any]], builds: list[dict[str, Any]]) -> dict[str
             tgt = phases.setdefault(phase, {})
             for k, v in d.items():
                 tgt[k] = tgt.get(k, 0) + v
+    phases = {ph: {k: round(v, 3) for k, v in d.items()} for ph, d in phases.items()}  # judge shares are fractional
     n = max(len(recs), 1)
     ctx = [r["context_tokens"] for r in recs]
     return {

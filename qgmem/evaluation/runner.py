@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +109,8 @@ class Evaluator:
 
     def run(self, conversations: list[Conversation] | None = None) -> dict[str, Any]:
         """Answer and score every selected question not yet in the JSONL; return the summary."""
-        from qgmem.evaluation.coverage import semantic_coverage
         from qgmem.evaluation.judge import Judge
         from qgmem.evaluation.report import write_outputs
-        from qgmem.methods import generate_answer
 
         cfg = self.cfg
         convs = conversations if conversations is not None else load_benchmark(cfg)
@@ -122,8 +121,10 @@ class Evaluator:
         pred_path = self.run_dir / PREDICTIONS
         done = {(r["method"], r["question_id"]) for r in read_jsonl(pred_path)}
         print(f"[evaluate] {cfg.benchmark}: {len(selection)} conversation(s), {n_q} question(s) x "
-              f"{len(cfg.methods)} method(s); run {self.run_dir} ({len(done)} already done)")
-        judge = None
+              f"{len(cfg.methods)} method(s); run {self.run_dir} ({len(done)} already done)", flush=True)
+        jb = self.judge_backend
+        judge = Judge(jb, cfg.benchmark, cfg.judge.repeats, cfg.judge.parse_retries,
+                      cfg.judge.max_tokens) if jb is not None else None
         for name in cfg.methods:
             method = None
             for conv, qs in selection:
@@ -140,51 +141,82 @@ class Evaluator:
                 append_jsonl(self.run_dir / BUILDS, [{"method": name, "conversation_id": conv.id, "seconds": build_s,
                                                      "usage": usage_delta(before, _usage_snapshot(ab))}])
                 turn_tokens = {t.id: count_tokens(t.render()) for t in conv.turns()}
-                bar = tqdm(todo, desc=f"{name} {conv.id}", disable=not self.show_progress, leave=False)
-                for q in bar:
-                    if judge is None and self.judge_backend is not None:
-                        judge = Judge(self.judge_backend, cfg.benchmark, cfg.judge.repeats,
-                                      cfg.judge.parse_retries, cfg.judge.max_tokens)
-                    rec = self._one_question(name, method, conv, q, ab, judge, turn_tokens,
-                                             generate_answer, semantic_coverage)
-                    append_jsonl(pred_path, [rec])
+                bar = tqdm(total=len(todo), desc=f"{name} {conv.id}", disable=not self.show_progress, leave=False)
+                step = max(1, cfg.answer.batch_size)
+                for s in range(0, len(todo), step):
+                    chunk = todo[s : s + step]
+                    recs = self._chunk(name, method, conv, chunk, ab, judge, turn_tokens)
+                    append_jsonl(pred_path, recs)  # one fsynced append per chunk, one line per question
+                    bar.update(len(chunk))
+                bar.close()
         finish_run(self.run_dir)
         return write_outputs(self.run_dir, cfg, self.command)
 
-    def _one_question(self, name: str, method: Any, conv: Conversation, q: Question, ab: ChatBackend | None,
-                      judge: Any, turn_tokens: dict[str, int], generate_answer: Any, semantic_coverage: Any) -> dict:
+    def _chunk(self, name: str, method: Any, conv: Conversation, chunk: list[Question], ab: ChatBackend | None,
+               judge: Any, turn_tokens: dict[str, int]) -> list[dict[str, Any]]:
+        """Activate each question, answer the chunk together, score, judge (judge calls in parallel)."""
+        from qgmem.evaluation.coverage import semantic_coverage
+        from qgmem.methods import generate_answers
+
         cfg = self.cfg
         jb = self.judge_backend
-        before_a, before_j = _usage_snapshot(ab), _usage_snapshot(jb)
-        t0 = time.perf_counter()
-        wm = method.activate(q, k=cfg.k)
-        retrieval_s = time.perf_counter() - t0
-        ans = generate_answer(method, q, wm, ab, max_tokens=cfg.answer.max_tokens, with_graph=cfg.answer.with_graph)
-        rec: dict[str, Any] = {
-            "method": name, "question_id": q.id, "conversation_id": conv.id, "category": str(q.category),
-            "question": q.text, "references": list(q.answers), "prediction": ans.prediction, "raw_output": ans.raw,
-            "answer_error": ans.error, "cited": ans.cited,
-            "retrieved": [{"label": it.label, "kind": it.kind, "unit_id": it.unit.id if it.unit else None,
-                           "turn_ids": list(it.turn_ids), "score": float(it.score)} for it in wm.items],
-            "turn_ids": wm.turn_ids(), "gold_turn_ids": list(q.evidence),
-            "context_tokens": count_tokens(ans.memory_text), "method_context_tokens": int(wm.context_tokens),
-            "truncated": bool(wm.meta.get("truncated", False)),
-            "retrieval_seconds": retrieval_s, "generation_seconds": ans.seconds,
-        }
-        rec["scores"] = answer_scores(ans.prediction, list(q.answers), str(q.category), cfg.benchmark)
-        rec["retrieval"] = _retrieval_scores(wm, q, cfg.k, turn_tokens, cfg.retrieval_token_budget)
+        activated: list[tuple[Question, WorkingMemory]] = []
+        ret_usage: list[dict[str, dict[str, Any]]] = []
+        ret_secs: list[float] = []
+        for q in chunk:
+            before = _usage_snapshot(ab)
+            t0 = time.perf_counter()
+            activated.append((q, method.activate(q, k=cfg.k)))
+            ret_secs.append(time.perf_counter() - t0)
+            ret_usage.append(usage_delta(before, _usage_snapshot(ab)))
+        answers = generate_answers(method, activated, ab, max_tokens=cfg.answer.max_tokens,
+                                   with_graph=cfg.answer.with_graph)
+        recs: list[dict[str, Any]] = []
+        for (q, wm), ans, r_s, r_u in zip(activated, answers, ret_secs, ret_usage):
+            gen = {"calls": 1, "failed": int(ans.error is not None), "cached": int(ans.cached), "prompt_tokens": ans.prompt_tokens,
+                   "completion_tokens": ans.completion_tokens, "seconds": ans.seconds}
+            rec: dict[str, Any] = {
+                "method": name, "question_id": q.id, "conversation_id": conv.id, "category": str(q.category),
+                "question": q.text, "references": list(q.answers), "prediction": ans.prediction,
+                "raw_output": ans.raw, "answer_error": ans.error, "cited": ans.cited,
+                "retrieved": [{"label": it.label, "kind": it.kind, "unit_id": it.unit.id if it.unit else None,
+                               "turn_ids": list(it.turn_ids), "score": float(it.score)} for it in wm.items],
+                "turn_ids": wm.turn_ids(), "gold_turn_ids": list(q.evidence),
+                "context_tokens": count_tokens(ans.memory_text), "method_context_tokens": int(wm.context_tokens),
+                "truncated": bool(wm.meta.get("truncated", False)),
+                "retrieval_seconds": r_s, "generation_seconds": ans.seconds,
+                "scores": answer_scores(ans.prediction, list(q.answers), str(q.category), cfg.benchmark),
+                "retrieval": _retrieval_scores(wm, q, cfg.k, turn_tokens, cfg.retrieval_token_budget),
+                "usage": merge_usage(r_u, {"generation": gen} if ab is not None else {}),
+            }
+            recs.append(rec)
         if judge is not None:
-            if ans.error is None:
-                rec["judge"] = judge.judge(q, ans.prediction).as_dict()
-            else:  # nothing to grade: the answer itself failed (counted separately)
-                rec["judge"] = {"runs": [None] * cfg.judge.repeats, "score": None,
-                                "failed_runs": cfg.judge.repeats, "reasons": ["FAILED: no answer"], "prompt": "",
-                                "parse_repairs": 0}
-            if cfg.coverage.enabled and jb is not None and rec["scores"].get("scoring") == "answer":
-                rec["coverage"] = semantic_coverage(jb, q, ans.prediction).as_dict()
-        rec["usage"] = merge_usage(usage_delta(before_a, _usage_snapshot(ab)),
-                                   usage_delta(before_j, _usage_snapshot(jb)))
-        return rec
+            before_j = _usage_snapshot(jb)
+
+            def grade(i: int) -> None:
+                rec, (q, _), ans = recs[i], activated[i], answers[i]
+                if ans.error is None:
+                    rec["judge"] = judge.judge(q, ans.prediction).as_dict()
+                else:  # nothing to grade: the answer itself failed (counted separately)
+                    rec["judge"] = {"runs": [None] * cfg.judge.repeats, "score": None,
+                                    "failed_runs": cfg.judge.repeats, "reasons": ["FAILED: no answer"],
+                                    "prompt": "", "parse_repairs": 0}
+                if cfg.coverage.enabled and rec["scores"].get("scoring") == "answer" and ans.error is None:
+                    rec["coverage"] = semantic_coverage(jb, q, ans.prediction).as_dict()
+
+            workers = max(1, min(len(recs), getattr(jb, "max_concurrency", 1)))
+            if workers == 1:
+                for i in range(len(recs)):
+                    grade(i)
+            else:
+                with ThreadPoolExecutor(workers) as pool:
+                    list(pool.map(grade, range(len(recs))))
+            # judge calls of a chunk run concurrently: their usage is shared out evenly per question
+            jd = usage_delta(before_j, _usage_snapshot(jb))
+            share = {ph: {k: v / len(recs) for k, v in d.items()} for ph, d in jd.items()}
+            for rec in recs:
+                rec["usage"] = merge_usage(rec["usage"], share)
+        return recs
 
 
 def evaluate(cfg: EvalConfig, conversations: list[Conversation] | None = None,

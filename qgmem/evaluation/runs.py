@@ -24,8 +24,19 @@ PREDICTIONS = "predictions.jsonl"
 BUILDS = "builds.jsonl"
 META = "meta.json"
 CONFIG = "config.yaml"
-# config fields that must match for a run to be resumed (the rest, e.g. output_dir, may change)
-RESUME_KEYS = ("benchmark", "data_dir", "data_options", "subset", "methods", "method_options", "k", "answer", "judge", "coverage")
+# config fields that must match for a run to be resumed: what decides the answers and scores
+# (batch sizes, concurrency, timeouts, output_dir may change between the interrupted and the resumed run)
+RESUME_KEYS = ("benchmark", "data_dir", "data_options", "subset", "methods", "method_options", "k",
+               "answer.llm.backend", "answer.llm.model", "answer.llm.base_url", "answer.max_tokens", "answer.with_graph",
+               "judge.enabled", "judge.llm.backend", "judge.llm.model", "judge.repeats", "coverage")
+
+
+def _get(d: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(d, dict) or part not in d:
+            return None
+        d = d[part]
+    return d
 
 
 def method_tag(cfg: EvalConfig) -> str:
@@ -71,9 +82,9 @@ def check_resumable(run_dir: Path, cfg: EvalConfig) -> None:
     saved = yaml.safe_load(p.read_text()) or {}
     now = to_dict(cfg)
     for key in RESUME_KEYS:
-        if key in saved and saved[key] != now.get(key):
-            raise ValueError(f"{p}: cannot resume: field {key!r} differs (run has {saved[key]!r}, "
-                             f"config now has {now.get(key)!r}); start a new run instead")
+        if _get(saved, key) != _get(now, key):
+            raise ValueError(f"{p}: cannot resume: field {key!r} differs (run has {_get(saved, key)!r}, "
+                             f"config now has {_get(now, key)!r}); start a new run instead")
 
 
 def open_run(cfg: EvalConfig, resume: bool = False) -> tuple[Path, bool]:
