@@ -86,6 +86,12 @@ def test_llm_build_persists_and_activates(tmp_path: Path, tiny_conversation: Con
     assert {"D1:4", "D2:2"} <= set(wm3.turn_ids())
     assert EVENTS["Fact 1: Bob is reading"] in [it.text for it in wm3.items if it.kind == "event"]
     assert [it.score for it in wm3.items] == sorted((it.score for it in wm3.items), reverse=True)  # merged
+    # the shared text answer path: citable labels M1.., each raw context rendered once
+    from qgmem.model.serialize import serialize_working_memory
+
+    assert [it.label for it in wm3.items] == [f"M{i + 1}" for i in range(len(wm3.items))]
+    text = serialize_working_memory(wm3, with_graph=False)
+    assert "[M1]" in text and text.count("Wow! I finished Dune and started reading Foundation.") == 1
     first = AnchorMemMethod(store, dataclasses.replace(CFG, item_order="contexts_first"), llm=llm)
     kinds3 = [it.kind for it in first.activate(tiny_conversation.questions[2], k=3).items]
     assert kinds3 == sorted(kinds3) and kinds3.count("event") == 2  # contexts, then events

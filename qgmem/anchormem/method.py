@@ -218,6 +218,10 @@ class AnchorMemMethod:
         self._index[ns] = idx
         return idx
 
+    def release(self, ns: str) -> None:
+        """Drop the in-memory index of `ns` (evaluation calls this after a conversation)."""
+        self._index.pop(ns, None)
+
     def _matrix(self, ns: str, kind: str, ids: list[str]) -> np.ndarray:
         got = self.store.get_embeddings(ns, kind)
         if got is None or got[0] != ids:
@@ -248,8 +252,8 @@ class AnchorMemMethod:
                 ch = idx.chunks[cid]
                 items.append(MemoryItem(
                     label=f"C{n + 1}", kind="context", text=ch.text, turn_ids=list(ch.turn_ids),
-                    score=float(scores[hits[0]]), source_text=ch.text,
-                    meta={"chunk_id": cid, "session_id": ch.session_id, "date": ch.date,
+                    score=float(scores[hits[0]]),  # the text is the raw context: no separate source
+                    meta={"chunk_id": cid, "session_id": ch.session_id, "time": ch.date,
                           "anchor_facts": [idx.facts[i].text for i in hits]}))
         if idx.events:
             escores = idx.event_emb @ q
@@ -262,6 +266,9 @@ class AnchorMemMethod:
                     meta={"event_id": ev.id, "fact_ids": ev.fact_ids, "integrator": ev.integrator}))
         if self.cfg.item_order == "score":  # one ranked list for metrics@k; the set is the same
             items.sort(key=lambda it: -it.score)
+        for n, it in enumerate(items):  # citable labels as the shared answer prompt expects them
+            it.meta["am_label"] = it.label
+            it.label = f"M{n + 1}"
         tokens = sum(len(it.text.split()) for it in items)
         return WorkingMemory(question=question, items=items, method=self.name, context_tokens=tokens,
                              meta={"namespace": ns, "k": k})
