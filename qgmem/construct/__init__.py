@@ -107,7 +107,7 @@ class BuildReport:
     def table(self) -> str:
         cols = [("phase", None), ("units", "units"), ("traces", "traces"), ("windows", "windows"),
                 ("failed win", "failed_windows"), ("rejected", "rejected_units"), ("failed tr", "failed_traces"),
-                ("encoded", "texts_encoded"), ("LLM calls", "llm_calls"), ("LLM failed", "llm_failed"),
+                ("encoded", "texts_encoded"), ("LLM calls", "llm_calls"), ("LLM failed", "llm_failed"), ("cached", "llm_cached"),
                 ("prompt tok", "prompt_tokens"), ("compl tok", "completion_tokens"), ("seconds", "seconds")]
         rows = [[c for c, _ in cols]]
         total = PhaseStats()
@@ -256,7 +256,7 @@ def build_memory(
     if store.is_done(ns, key) and store.is_done(ns, TRACES_DONE):
         traces = store.traces(ns)
         report.add(ns, "consolidation", PhaseStats(traces=len(traces)))
-        report.add(ns, "embedding", PhaseStats(texts_reused=len(units)))
+        report.add(ns, "embedding", PhaseStats())
         return store.units(ns), traces
     if embedder is None:
         from qgmem.embed import get_embedder
