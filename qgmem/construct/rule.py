@@ -79,6 +79,8 @@ PLACE_NOUNS = frozenset("""
 beach park museum mountains mountain forest lake river ocean gym church school library cafe restaurant zoo
 concert festival office hospital shelter store mall market studio theater theatre cinema stadium campus
 airport station bar pub club pool garden farm camp campsite countryside city downtown island desert
+neighborhood neighbourhood town village hometown backyard yard trail coast shore hills woods countryside
+church temple hotel resort spa bakery clinic center centre gallery aquarium arcade bookstore
 """.split())
 
 _GAZ_TEXT = """
@@ -142,8 +144,8 @@ _QUOTED_RE = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
 _LOC_PREP_RE = re.compile(
     r"\b(?:in|at|to|from|near|around|visited|visit|visiting|toured|explored)\s+(?:the\s+)?"
     r"([A-Z][\w'’\-]*(?:\s+(?:of\s+)?[A-Z][\w'’\-]*){0,3})")
-_PLACE_NOUN_RE = re.compile(r"\b(?:in|at|to|from|near|by)\s+(?:the|a|an|my|our|this|that)\s+(?:\w+\s+)?(" +
-                            "|".join(sorted(PLACE_NOUNS)) + r")\b", re.I)
+_PLACE_NOUN_RE = re.compile(r"\b(?:in|at|to|from|near|by)\s+(?:(?:the|a|an|my|our|his|her|their|this|that|local)\s+)?"
+                            r"(?:\w+\s+)?(" + "|".join(sorted(PLACE_NOUNS)) + r")(?:e?s)?\b", re.I)
 _NON_LOC_VERB_RE = re.compile(r"\b(talk|talked|talking|spoke|speak|said|say|listen|listened|listening|wrote|write|"
                               r"sent|send|gave|give|introduced|married|thanks|thank|replied|reply|devoted|"
                               r"dedicated|belong|belongs|went back|next|due|up|close|closer|compared|similar)\s+(?:to|at|in)\s+\S+$")
@@ -280,6 +282,9 @@ def extract_triple(sentence: str, speaker: str, other: str | None) -> tuple[str,
             i = j
         elif w in SECOND_PERSON:
             subject, i = (other or "you"), i + 1
+        elif w.endswith("ing") and len(w) > 4 and _verbish(toks[i]):
+            # a gerund opener ("Working together is great") is about the activity, not a state of the speaker
+            subject, i = w, i + 1
         elif w in PRONOUN_SUBJECTS:
             subject, i = w.split("'")[0], i + 1  # unresolved pronoun: kept out of traces
         elif w not in {"what", "how", "why", "where", "when", "who", "which", "did", "do", "does", "are", "is",

@@ -46,7 +46,7 @@ class TraceConfig:
 
 # relations whose value is a current state that a later value replaces (rule path)
 STATE_RELATIONS = (
-    "have", "live", "work", "own", "study", "studi", "date", "marry", "marri", "move", "becom", "become", "teach",
+    "live", "work", "own", "study", "studi", "date", "marry", "marri", "move", "becom", "become", "teach",
     "attend", "train", "name", "weigh", "earn", "rent", "run", "manag", "manage", "lead", "stay", "join",
 )
 
@@ -143,8 +143,10 @@ def _components(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
 def group_traces(units: list[AtomicUnit], claim: "np.ndarray | sparse.spmatrix", relation: np.ndarray, cfg: TraceConfig) -> list[list[int]]:
     """Unit index groups (each in memory-time order) that form traces. `relation[i]` embeds units[i].relation."""
     subj = [subject_key(u) for u in units]
+    # only named subjects ("Alice", "Alice's dog Rex") have a trajectory; pronouns and activities do not
+    traceable = [s not in UNRESOLVED_SUBJECTS and u.subject[:1].isupper() for s, u in zip(subj, units)]
     edges = [(i, j) for i, j in neighbour_pairs(claim, cfg.neighbours)
-             if subj[i] == subj[j] and subj[i] not in UNRESOLVED_SUBJECTS and float(relation[i] @ relation[j]) >= cfg.relation_threshold]
+             if subj[i] == subj[j] and traceable[i] and float(relation[i] @ relation[j]) >= cfg.relation_threshold]
     out: list[list[int]] = []
     for g in _components(len(units), edges):
         if len(g) < cfg.min_size:
