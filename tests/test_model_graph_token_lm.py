@@ -224,3 +224,36 @@ def test_graph_token_count_mismatch_is_an_error() -> None:
     b = GraphTokenCollator(lm.tokenizer, 3, 256)([example(0, 1)])
     with pytest.raises(ValueError, match="num_graph_tokens=2"):
         lm(b)
+
+
+def test_bf16_llm_gets_bf16_graph_tokens_and_fp32_encoder_grads() -> None:
+    llm, tok = make_tiny("llama", seed=0)
+    lm = GraphTokenLM(llm.to(torch.bfloat16), tok, enc_cfg(), graph_cfg=GCFG)
+    assert all(p.dtype == torch.float32 for p in lm.graph_encoder.parameters())
+    seen = {}
+    emb = lm.llm.get_input_embeddings()
+    hook = lm.llm.register_forward_pre_hook(lambda m, a, kw: seen.update(h=kw["inputs_embeds"]), with_kwargs=True)
+    lm.train()
+    out = lm(lm.make_collator(256)([example(0, 2), example(1, 0)]))
+    hook.remove()
+    assert seen["h"].dtype == emb.weight.dtype == torch.bfloat16
+    assert torch.isfinite(out.loss) and out.loss.dtype == torch.float32
+    out.loss.backward()
+    grads = [p.grad for p in lm.graph_encoder.parameters() if p.grad is not None]
+    assert grads and all(g.dtype == torch.float32 and torch.isfinite(g).all() for g in grads)
+
+
+def test_example_from_working_memory_and_text_only_generation() -> None:
+    from qgmem.model import example_from_working_memory
+
+    q = Question("qa", "what colour is item3 ?", ["red"], "4", question_time="2023-09-01")
+    u = unit(1, "item3", "has colour", "red")
+    wm = WorkingMemory(q, [MemoryItem("M1", "unit", u.text, u.turn_ids, unit=u)], "qgmem")
+    ex = example_from_working_memory(wm, hash_embed, GCFG, answer="red", embed_dim=DIM)
+    assert ex.id == "qa" and ex.answer == "red" and "2023-09-01" in ex.question
+    assert ex.graph.edge_text == ["has colour"] and "(item3) -[has colour]-> (red) [M1]" in ex.memory_text
+    lm = make_lm("qwen3").eval()
+    lm.use_graph = False
+    gen = lm.make_collator(256, mode="generate")
+    batched = lm.generate(gen([ex, example(5, 3, None)]), max_new_tokens=5)
+    assert batched == [lm.generate(gen([e]), max_new_tokens=5)[0] for e in (ex, example(5, 3, None))]

@@ -62,6 +62,10 @@ def _compact(batch: dict[str, Tensor], keep: Tensor, left: bool, pad_id: int) ->
 
 
 class GraphTokenLM(nn.Module):
+    """Frozen ``llm`` + trainable `GraphTokenEncoder`; ``base_model`` (default: the LLM's own
+    ``name_or_path``) is what `from_pretrained` loads later — give an alias like "smollm2" or a
+    hub id to keep checkpoints portable across machines."""
+
     def __init__(self, llm: Any, tokenizer: Any, enc_cfg: EncoderConfig, lora: dict[str, Any] | None = None,
                  *, graph_cfg: GraphConfig | None = None, base_model: str | None = None,
                  base_model_kwargs: dict[str, Any] | None = None, extra: dict[str, Any] | None = None):
@@ -225,10 +229,13 @@ class GraphTokenLM(nn.Module):
                 raise ValueError(f"{cfg_path}: field 'base_model' is empty; pass llm= and tokenizer=")
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
+            from qgmem.llm.hf import local_model_path  # resolves aliases such as "smollm2"
+
+            where = local_model_path(cfg["base_model"])
             if llm is None:
-                llm = AutoModelForCausalLM.from_pretrained(cfg["base_model"], dtype=torch_dtype, **kwargs)
+                llm = AutoModelForCausalLM.from_pretrained(where, dtype=torch_dtype, **kwargs)
             if tokenizer is None:
-                tokenizer = AutoTokenizer.from_pretrained(cfg["base_model"], **kwargs)
+                tokenizer = AutoTokenizer.from_pretrained(where, **kwargs)
         if device is not None:
             llm = llm.to(device)
         model = cls(llm, tokenizer, enc_cfg, cfg.get("lora"), graph_cfg=graph_cfg,
