@@ -288,6 +288,26 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
     return _finalize(cfg, out, selected, splits, done)
 
 
+def finalize_partial(cfg: PrepareConfig, out_dir: str | Path) -> dict[str, Any]:
+    """Write the dataset from the conversations finished so far (their splits come from the log),
+    without loading the benchmark; meta says how many are still missing. A rerun of
+    `prepare_dataset` later completes the set."""
+    out = Path(out_dir)
+    cfg_path = out / "prepare_config.json"
+    if not cfg_path.exists() or json.loads(cfg_path.read_text()) != json.loads(json.dumps(to_dict(cfg))):
+        raise ConfigError(f"{out}: no prepare run with this config to finalize (see {cfg_path})")
+    _drop_torn_tail(out / "examples.jsonl")
+    done = _done_log(out)
+    by_split: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
+    for cid in sorted(done):
+        by_split[done[cid]["split"]].extend(done[cid]["examples"])
+    node_dim, edge_dim = feature_dims(cfg.graph, _embed_dim(by_split, cfg))
+    expected = cfg.max_conversations
+    extra = {"conversations": {s: sorted(c for c, r in done.items() if r["split"] == s) for s in SPLITS},
+             "partial": True, "conversations_done": len(done), "conversations_planned": expected}
+    return save_prepared(by_split, out, to_dict(cfg), node_dim, edge_dim, extra)
+
+
 def _finalize(cfg: PrepareConfig, out: Path, selected: list[Conversation], splits: dict[str, str],
               done: dict[str, dict[str, Any]]) -> dict[str, Any]:
     by_split: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
@@ -306,8 +326,8 @@ def save_prepared(by_split: dict[str, list[dict[str, Any]]], out_dir: str | Path
 
     out = Path(out_dir)
     feats = _features()
-    dd = DatasetDict({s: Dataset.from_list(by_split.get(s, []), features=feats) if by_split.get(s) else
-                      Dataset.from_dict({k: [] for k in feats}, features=feats) for s in SPLITS})
+    # empty splits are not written (datasets cannot reload a 0-shard split); load_prepared recreates them
+    dd = DatasetDict({s: Dataset.from_list(by_split[s], features=feats) for s in SPLITS if by_split.get(s)})
     tmp = out / "dataset.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     dd.save_to_disk(str(tmp))
@@ -349,8 +369,12 @@ def load_prepared(out_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     meta = json.loads(meta_path.read_text())
     if not meta.get("complete"):
         raise ValueError(f"{meta_path}: prepared set is incomplete; rerun `qgmem prepare` to finish it")
-    dd = load_from_disk(str(out / "dataset"))
-    return meta, {s: dd[s] for s in SPLITS}
+    from datasets import Dataset
+
+    dd = load_from_disk(str(out / "dataset")) if any(meta.get("counts", {}).values()) else {}
+    feats = _features()
+    return meta, {s: dd[s] if s in dd else Dataset.from_dict({k: [] for k in feats}, features=feats)
+                  for s in SPLITS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,6 +407,9 @@ def config_from_file(path: str | None, overrides: list[str]) -> tuple[PrepareCon
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="prepare YAML, or a train YAML (its data.prepare section and data.dir)")
     parser.add_argument("--out", help="output directory (default: data.dir of a train config)")
+    parser.add_argument("--partial", action="store_true",
+                        help="write the dataset now from the conversations already finished (no building); "
+                             "rerun without it to complete the set")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. dataset=locomo max_conversations=20")
 
 
@@ -392,8 +419,9 @@ def run(args: argparse.Namespace) -> int:
     if not out:
         print("qgmem prepare: --out is required (or a train config with data.dir)", file=sys.stderr)
         return 2
-    meta = prepare_dataset(cfg, out)
-    print(f"prepared {cfg.dataset} -> {out}")
+    meta = finalize_partial(cfg, out) if args.partial else prepare_dataset(cfg, out)
+    partial = f" (partial: {meta['conversations_done']} conversations finished)" if meta.get("partial") else ""
+    print(f"prepared {cfg.dataset} -> {out}{partial}")
     print(f"{'split':<8}{'examples':>10}{'conversations':>15}")
     for s in SPLITS:
         print(f"{s:<8}{meta['counts'][s]:>10}{len(meta['conversations'][s]):>15}")

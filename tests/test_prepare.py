@@ -12,7 +12,7 @@ import torch
 
 import qgmem.prepare as prep
 from qgmem.config import ConfigError, load_config
-from qgmem.prepare import PrepareConfig, assign_splits, load_prepared, prepare_dataset, reduce_sessions, row_graph
+from qgmem.prepare import PrepareConfig, assign_splits, finalize_partial, load_prepared, prepare_dataset, reduce_sessions, row_graph
 
 
 def _fixture_set(base) -> list:
@@ -78,6 +78,10 @@ def test_prepare_splits_graphs_and_resume(tiny_conversation, tmp_path, monkeypat
     # a torn line from a kill mid-write is ignored and redone
     with open(out / "examples.jsonl", "a") as f:
         f.write('{"conversation_id": "conv-')
+    # what is finished can be used already (`qgmem prepare --partial`)
+    part = finalize_partial(cfg, out)
+    assert part["partial"] and part["conversations_done"] == 2 and sum(part["counts"].values()) == 6
+    assert load_prepared(out)[0]["conversations_done"] == 2
 
     # resume: only the unfinished conversations are built
     monkeypatch.setattr(prep, "build_local_graph", real_build)
@@ -98,7 +102,7 @@ def test_prepare_splits_graphs_and_resume(tiny_conversation, tmp_path, monkeypat
     assert meta["counts"] == {"train": 9, "val": 3, "test": 3}
     expected = assign_splits([c.id for c in convs], cfg.split, cfg.seed)
     meta2, splits = load_prepared(out)
-    assert meta2 == json.loads(json.dumps(meta))
+    assert meta2 == json.loads(json.dumps(meta)) and "partial" not in meta2
     for name, ds in splits.items():
         assert {r["conversation_id"] for r in ds} == {c for c, s in expected.items() if s == name}
     ids = [r["id"] for ds in splits.values() for r in ds]
