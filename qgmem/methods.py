@@ -61,7 +61,10 @@ def _qgmem_graph(store: Any, llm: ChatBackend | None, options: dict[str, Any]) -
         raise MethodUnavailable("method 'qgmem' needs method_options.qgmem.checkpoint (a trained graph-token model); "
                                 "use 'qgmem-text' for the text serialisation without a checkpoint")
     pipeline_cls = _import("qgmem", "qgmem.pipeline", "MemoryPipeline")
-    return GraphTokenMethod(pipeline_cls.from_pretrained(ckpt, store=store, **opts))
+    root = getattr(store, "root", store)
+    if hasattr(store, "close"):
+        store.close()  # the pipeline opens its own store at the same root
+    return GraphTokenMethod(pipeline_cls.from_pretrained(ckpt, store_dir=root, **opts))
 
 
 def _anchormem(store: Any, llm: ChatBackend | None, options: dict[str, Any]) -> MemoryMethod:
@@ -115,7 +118,8 @@ def make_method(name: str, store: Any = None, llm: ChatBackend | None = None, st
 
 
 class GraphTokenMethod:
-    """Adapter: the trained graph-token pipeline answers itself (no text serialisation)."""
+    """Adapter: the trained graph-token pipeline (`qgmem.pipeline.MemoryPipeline` with a checkpoint)
+    retrieves with the settings it was trained on and answers itself, without the chat backend."""
 
     name = "qgmem"
 
@@ -123,17 +127,15 @@ class GraphTokenMethod:
         self.pipeline = pipeline
 
     def build(self, conversation: Any) -> None:
-        self.pipeline.build(conversation)
+        self.pipeline.add(conversation, namespace=conversation.id)
 
     def activate(self, question: Question, k: int = 10) -> WorkingMemory:
-        return self.pipeline.activate(question, k=k)
+        return self.pipeline.working_memory(question)
 
     def answer(self, question: Question, wm: WorkingMemory, max_tokens: int) -> tuple[str, int, int]:
-        """(reply text, prompt tokens, completion tokens)."""
-        out = self.pipeline.answer_from_memory(question, wm, max_new_tokens=max_tokens)
-        if isinstance(out, str):
-            return out, 0, 0
-        return out.text, int(getattr(out, "prompt_tokens", 0)), int(getattr(out, "completion_tokens", 0))
+        """(reply text, prompt tokens, completion tokens); the local model reports no token counts (0)."""
+        self.pipeline.max_new_tokens = max_tokens
+        return self.pipeline.answer(question).raw, 0, 0
 
 
 @dataclass

@@ -104,7 +104,7 @@ class Evaluator:
 
         store = self.cfg.store_dir or str(self.run_dir / "store")
         opts = dict(self.cfg.method_options.get(name, {}))
-        needs_llm = name not in ("naive-rag", "bm25-turns", "full-context")
+        needs_llm = name not in ("naive-rag", "bm25-turns", "full-context", "qgmem")  # qgmem answers itself
         return make_method(name, store=store, llm=self.answer_backend if needs_llm else None, **opts)
 
     def run(self, conversations: list[Conversation] | None = None) -> dict[str, Any]:
