@@ -158,6 +158,9 @@ def test_changed_tau_rebuilds_only_events(tmp_path: Path, tiny_conversation: Con
     assert store.get_records("c1", "am_events") == [] and len(store.get_records("c1", "am_facts")) == 11
     wm = strict.activate(tiny_conversation.questions[0], k=2)
     assert [it.kind for it in wm.items] == ["context", "context"]
+    # a method with other settings refuses to answer from this store instead of mixing settings
+    with pytest.raises(ValueError, match="built with other settings.*tau=0.95"):
+        AnchorMemMethod(store, CFG, llm=scripted()).activate(tiny_conversation.questions[0])
 
 
 def test_interrupted_fact_extraction_resumes(tmp_path: Path, tiny_conversation: Conversation) -> None:

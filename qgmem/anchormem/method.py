@@ -208,8 +208,12 @@ class AnchorMemMethod:
     def _load_index(self, ns: str) -> _Index:
         if ns in self._index:
             return self._index[ns]
-        if not self._meta(ns).get("events_fp"):
+        meta = self._meta(ns)
+        if not meta.get("events_fp"):
             raise KeyError(f"AnchorMem: namespace {ns!r} is not built in {getattr(self.store, 'root', self.store)}")
+        if meta["events_fp"] != self.events_fingerprint():
+            raise ValueError(f"AnchorMem: namespace {ns!r} was built with other settings "
+                             f"({_settings(meta)}); call build() with this configuration first")
         chunks = {c.id: c for c in self._load(ns, K_CHUNKS, Chunk)}
         facts = self._load(ns, K_FACTS, Fact)
         events = self._load(ns, K_EVENTS, Event)
@@ -272,6 +276,12 @@ class AnchorMemMethod:
         tokens = sum(len(it.text.split()) for it in items)
         return WorkingMemory(question=question, items=items, method=self.name, context_tokens=tokens,
                              meta={"namespace": ns, "k": k})
+
+
+def _settings(meta: dict[str, Any]) -> str:
+    c = meta.get("config") or {}
+    keys = ("extractor", "chunk_turns", "tau", "n_neighbors", "integrator")
+    return ", ".join(f"{k}={c.get(k)}" for k in keys) + (f", llm={meta['llm_model']}" if meta.get("llm_model") else "")
 
 
 def _open_store(root: str | Path) -> Any:
