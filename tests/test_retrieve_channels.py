@@ -105,3 +105,27 @@ def test_attribute_ties_broken_by_dense_similarity():
     order = ix.search(QueryConstraints(entities=["Rex"]), [enc.vec("Rex")], None, 0.6, 10,
                       tie_break=lambda rows: np.asarray([{0: 0.1, 1: 0.9, 2: 0.5}[int(r)] for r in rows]))
     assert [r for r, _ in order] == [1, 2, 0]
+
+
+def test_impact_ordered_bm25_is_exact_without_cap_and_bounded_with_cap():
+    import random
+
+    import bm25s
+    import Stemmer
+
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(200)]
+    docs = [" ".join(rng.choice(words[: rng.randint(1, 200)]) for _ in range(12)) for _ in range(1500)]
+    ix = LexicalIndex(docs)
+    st = Stemmer.Stemmer("english")
+    ref = bm25s.BM25(k1=1.2, b=0.75)
+    ref.index(bm25s.tokenize(docs, stopwords="en", stemmer=st, show_progress=False), show_progress=False)
+    for q in ("w1 w5 w77", "w150 w3 w3"):
+        s = ref.get_scores(bm25s.tokenize([q], stopwords="en", stemmer=st, show_progress=False, return_ids=False)[0])
+        got = ix.search(q, 10)
+        assert np.allclose([x for _, x in got], np.sort(s)[::-1][:10], atol=1e-4)
+        assert all(s[i] == pytest.approx(x, abs=1e-4) for i, x in got)
+    capped = LexicalIndex(docs, max_postings=5)
+    hits = capped.search("w1", 100)
+    assert 0 < len(hits) <= 5
+    assert [i for i, _ in hits] == [i for i, _ in ix.search("w1", len(hits))]  # the highest-impact postings

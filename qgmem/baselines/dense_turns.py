@@ -2,29 +2,45 @@
 
 from __future__ import annotations
 
+import time
+
 from qgmem.baselines.bm25_turns import _lookup
 from qgmem.embed import get_embedder
 from qgmem.retrieve.dense import DenseIndex
+from qgmem.retrieve.qcache import encode_queries
 from qgmem.types import Conversation, MemoryItem, Question, Turn, WorkingMemory
 
 
 class DenseTurns:
     name = "dense-turns"
 
-    def __init__(self, embedder: str = "minilm", device: str | None = None) -> None:
+    def __init__(self, embedder: str = "minilm", device: str | None = None, store: object | None = None) -> None:
         self.embedder = get_embedder(embedder, device)
+        self.store = store  # optional MemoryStore: turn embeddings are cached there
         self._convs: dict[str, tuple[list[Turn], DenseIndex]] = {}
         self._last: str | None = None
 
     def build(self, conversation: Conversation) -> None:
         turns = conversation.turns()
-        emb = self.embedder.encode([t.render() for t in turns])
+        texts = [t.render() for t in turns]
+        got = self.store.get_embeddings(conversation.id, "dense-turns") if self.store is not None else None
+        if got is not None and got[2] == self.embedder.name and list(got[0]) == texts:
+            emb = got[1]
+        else:
+            emb = self.embedder.encode(texts, show_progress=len(texts) > 2000)
+            if self.store is not None and texts:
+                self.store.set_embeddings(conversation.id, "dense-turns", texts, emb, self.embedder.name)
         self._convs[conversation.id] = (turns, DenseIndex(emb))
         self._last = conversation.id
 
     def activate(self, question: Question, k: int = 10) -> WorkingMemory:
+        t0 = time.perf_counter()
         turns, index = _lookup(self._convs, question, self._last, self.name)
-        hits = index.search(self.embedder.encode([question.text])[0], k)
+        t1 = time.perf_counter()
+        qv, encode_ms = encode_queries(self.embedder, [question.text])  # cached texts report their first cost
+        t_skip = time.perf_counter() - t1
+        hits = index.search(qv[0], k)
         items = [MemoryItem(label=f"T{r + 1}", kind="turn", text=turns[i].render(), turn_ids=[turns[i].id],
                             score=s, source_text=turns[i].render()) for r, (i, s) in enumerate(hits)]
-        return WorkingMemory(question=question, items=items, method=self.name)
+        return WorkingMemory(question=question, items=items, method=self.name, meta={"encode_ms": encode_ms,
+                             "latency_ms": (time.perf_counter() - t0 - t_skip) * 1000 + encode_ms})

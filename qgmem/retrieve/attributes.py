@@ -18,6 +18,7 @@ import numpy as np
 
 from qgmem.types import AtomicUnit
 
+from .dense import matvec
 from .query import QueryConstraints
 
 
@@ -50,7 +51,7 @@ class _NameIndex:
         """(vocab id, similarity) of names at or above the threshold."""
         if not self.vocab:
             return []
-        sims = self.matrix @ qvec
+        sims = matvec(self.matrix, qvec)
         hits = np.nonzero(sims >= threshold)[0]
         return [(int(j), float(sims[j])) for j in hits]
 

@@ -59,6 +59,7 @@ class RetrievalBenchConfig:
     store_dir: str = ""  # default <output_dir>/store
     resume: bool = True
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # e.g. {"anchormem": {"tau": 0.85}}
 
 
 def _apply(cfg: RetrievalConfig, changes: dict[str, Any]) -> RetrievalConfig | None:
@@ -91,9 +92,13 @@ def make_methods(cfg: RetrievalBenchConfig, store: Any) -> dict[str, MemoryMetho
         elif name == "bm25-turns":
             out[name] = BM25Turns()
         elif name == "dense-turns":
-            out[name] = DenseTurns(cfg.retrieval.embedder, cfg.retrieval.device)
+            out[name] = DenseTurns(cfg.retrieval.embedder, cfg.retrieval.device, store=store)
+        elif name == "anchormem":  # through the shared registry (qgmem.methods), options from method_options
+            from qgmem.methods import make_method
+
+            out[name] = make_method(name, store=store, **cfg.method_options.get(name, {}))
         else:
-            raise ValueError(f"unknown method {name!r}; known: {sorted(ABLATIONS) + list(BASELINES)}")
+            raise ValueError(f"unknown method {name!r}; known: {sorted(ABLATIONS) + list(BASELINES) + ['anchormem']}")
     return out
 
 
@@ -195,7 +200,7 @@ def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] |
                 q.conversation_id = q.conversation_id or conv.id
                 t0 = time.perf_counter()
                 wm = m.activate(q, cfg.k)
-                lat = (time.perf_counter() - t0) * 1000
+                lat = float(wm.meta.get("latency_ms", (time.perf_counter() - t0) * 1000))
                 items = [list(it.turn_ids) for it in wm.items]
                 sc = rm.score_question(items, q.evidence, cfg.k, turn_tokens, cfg.token_budget)
                 ctx = wm.context_tokens or sum(counter(it.text) for it in wm.items)

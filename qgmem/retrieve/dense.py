@@ -8,6 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
+try:  # a single BLAS thread: multi-threaded sgemv spins badly on a busy CPU (10x slower on 2 shared cores)
+    from threadpoolctl import ThreadpoolController
+
+    _CTL = ThreadpoolController()
+except ImportError:  # pragma: no cover
+    _CTL = None
+
+
+def matvec(m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    if _CTL is None:
+        return np.einsum("ij,j->i", m, v)
+    with _CTL.limit(limits=1, user_api="blas"):
+        return m @ v
+
 
 class DenseIndex:
     def __init__(self, matrix: np.ndarray, ann_threshold: int = 50_000, m: int = 32,
@@ -39,7 +53,7 @@ class DenseIndex:
             self._index.hnsw.efSearch = max(self._index.hnsw.efSearch, n)
             scores, ids = self._index.search(q, n)
             return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
-        scores = self.matrix @ q[0]
+        scores = matvec(self.matrix, q[0])
         top = np.argpartition(-scores, n - 1)[:n] if n < self.n else np.arange(self.n)
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(i), float(scores[i])) for i in top]
@@ -48,4 +62,4 @@ class DenseIndex:
         """Cosine of the query with the given rows only (used to order attribute matches)."""
         if len(rows) == 0:
             return np.zeros(0, dtype=np.float32)
-        return self.matrix[rows] @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+        return matvec(self.matrix[rows], np.asarray(qvec, dtype=np.float32).reshape(-1))

@@ -25,6 +25,7 @@ from .dense import DenseIndex
 from .documents import UnitTexts
 from .fusion import rrf
 from .lexical import LexicalIndex
+from .qcache import encode_queries
 from .query import QueryConstraints, QueryParser
 from .rerank import NoReranker, Reranker, make_reranker
 
@@ -126,7 +127,8 @@ class QGMemRetriever:
         cfg = self.cfg
         texts = UnitTexts(conversation, units, traces)
         docs = [texts.index_text(u, cfg.index_source, cfg.context_turns) for u in units]
-        emb = self._encode_cached(ns, f"retrieval-doc-s{int(cfg.index_source)}-c{cfg.context_turns}", docs)
+        dense_docs = [texts.index_text(u, cfg.index_source, cfg.dense_context_turns) for u in units]
+        emb = self._encode_cached(ns, f"retrieval-doc-s{int(cfg.index_source)}-c{cfg.dense_context_turns}", dense_docs)
 
         def enc_names(names: list[str]) -> np.ndarray:
             digest = hashlib.sha1("\n".join(names).encode()).hexdigest()[:12]
@@ -145,7 +147,7 @@ class QGMemRetriever:
             for r in rows:
                 trace_rows[r] = [x for x in rows if x != r]
         self._index[ns] = _ConvIndex(
-            units=units, texts=texts, lexical=LexicalIndex(docs),
+            units=units, texts=texts, lexical=LexicalIndex(docs, max_postings=cfg.lexical_max_postings),
             dense=DenseIndex(emb if len(units) else np.zeros((0, self.embedder.dim), np.float32), cfg.ann_threshold,
                              cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search),
             attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
@@ -195,7 +197,10 @@ class QGMemRetriever:
         meta["constraints"] = {"entities": c.entities, "location": c.location, "time": [c.time_start, c.time_end],
                                "source": c.source}
         qtexts = [text, *c.entities, *([c.location] if c.location else [])]
-        qv = self.embedder.encode(qtexts)
+        t_enc = time.perf_counter()
+        qv, encode_ms = encode_queries(self.embedder, qtexts)
+        t_skip = time.perf_counter() - t_enc  # replaced by the encoding's own measured cost
+        meta["encode_ms"] = encode_ms
         ranked = self._channels(idx, c, text, qv)
         meta["channel_sizes"] = {kk: len(v) for kk, v in ranked.items()}
         pool = rrf(ranked, cfg.rrf_k, cfg.channel_weights, cfg.pool_size)
@@ -206,7 +211,7 @@ class QGMemRetriever:
         wm = WorkingMemory(question=question, items=items, method=self.name, meta=meta)
         wm.context_tokens = sum(self.count_tokens(self.item_text(it)) for it in items)
         meta["token_counter"] = self.count_tokens.kind
-        meta["latency_ms"] = (time.perf_counter() - t0) * 1000
+        meta["latency_ms"] = (time.perf_counter() - t0 - t_skip) * 1000 + encode_ms
         return wm
 
     def _channels(self, idx: _ConvIndex, c: QueryConstraints, text: str, qv: np.ndarray) -> dict[str, list[int]]:
