@@ -41,7 +41,8 @@ class MemoryPipeline:
 
     def __init__(self, *, model: Any = None, llm: ChatBackend | None = None, store_dir: str | Path | None = None,
                  retrieval: RetrievalConfig | None = None, graph: GraphConfig | None = None, k: int = 10,
-                 max_length: int = 2048, max_new_tokens: int = 64, text_with_graph: bool = False):
+                 max_length: int = 2048, max_new_tokens: int = 64, text_with_graph: bool = False,
+                 system: str | None = None):
         from qgmem.retrieve.method import QGMemRetriever
         from qgmem.store import MemoryStore
 
@@ -59,7 +60,8 @@ class MemoryPipeline:
         self.store = MemoryStore(store_dir)
         self.retriever = QGMemRetriever(self.store, self.retrieval, llm=llm if self._llm_for_retrieval() else None)
         self._conversations: dict[str, Conversation] = {}
-        self._collator = model.make_collator(max_length, mode="generate") if model is not None else None
+        self.system = system  # the answer prompt's system message (None = the default one)
+        self._collator = model.make_collator(max_length, mode="generate", system=system) if model is not None else None
 
     def _llm_for_retrieval(self) -> bool:
         return self.retrieval.query_parser == "llm" or self.retrieval.rerank.kind == "chat" \
@@ -97,7 +99,8 @@ class MemoryPipeline:
                    retrieval=retrieval or (prep.retrieval if prep else None),
                    graph=model.graph_cfg or (prep.graph if prep else None),
                    k=k or (prep.k if prep else 10), max_length=int(extra.get("max_length", 2048)),
-                   max_new_tokens=max_new_tokens, text_with_graph=prep.text_with_graph if prep else False)
+                   max_new_tokens=max_new_tokens, text_with_graph=prep.text_with_graph if prep else False,
+                   system=extra.get("system"))
 
     # -- memory -----------------------------------------------------------------------------
     def add(self, conversation: Conversation | list[Session], namespace: str | None = None) -> str:
@@ -168,7 +171,7 @@ class MemoryPipeline:
             raw = self.model.generate(self._collator([ex]), max_new_tokens=self.max_new_tokens)[0]
         else:
             text = serialize_working_memory(wm, with_graph=self.text_with_graph, graph=graph)
-            raw = self.llm.chat(answer_messages(q, text), temperature=0.0, max_tokens=self.max_new_tokens,
+            raw = self.llm.chat(answer_messages(q, text, system=self.system), temperature=0.0, max_tokens=self.max_new_tokens,
                                 phase="generation").text
         ans, labels = parse_answer(raw)
         known = {it.label for it in wm.items}

@@ -62,6 +62,7 @@ class DataConfig:
     prepare_if_missing: bool = True  # run the prepare step with `prepare` when `dir` has no finished set
     prepare: PrepareConfig = field(default_factory=PrepareConfig)
     max_length: int = 1024  # tokens per example (memory text is cut to fit, the answer never)
+    system: str | None = None  # system prompt of the answer prompt (None = qgmem.model.serialize.DEFAULT_SYSTEM)
     max_train_examples: int | None = None
     max_val_examples: int | None = None
     max_test_examples: int | None = None
@@ -365,6 +366,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     model = GraphTokenLM(llm, tok, cfg.encoder, lora=lora_dict(cfg.model.lora), graph_cfg=cfg.graph,
                          base_model=local_model_path(cfg.model.name),
                          extra={"model_name": cfg.model.name, "max_length": cfg.data.max_length,
+                                "system": cfg.data.system,
                                 "prepare": to_dict(cfg.data.prepare)})
     trainable = [p for p in model.parameters() if p.requires_grad]
     n_train = sum(p.numel() for p in trainable)
@@ -377,8 +379,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if ids_trainable != {id(p) for p in trainable}:
         raise RuntimeError("model.trainable_parameters() differs from the parameters with requires_grad")
     log(f"parameters: trainable {n_train:,} | frozen {n_frozen:,} ({100 * n_train / max(1, n_train + n_frozen):.3f}% trainable)")
-    collator = GraphTokenCollator(tok, cfg.encoder.num_graph_tokens, cfg.data.max_length)
-    eval_collator = GraphTokenCollator(tok, cfg.encoder.num_graph_tokens, cfg.data.max_length)
+    collator = GraphTokenCollator(tok, cfg.encoder.num_graph_tokens, cfg.data.max_length, system=cfg.data.system)
+    eval_collator = GraphTokenCollator(tok, cfg.encoder.num_graph_tokens, cfg.data.max_length, system=cfg.data.system)
 
     optimizer = torch.optim.AdamW(trainable, lr=o.lr, weight_decay=o.weight_decay, betas=tuple(o.betas))
     micro_per_epoch = math.ceil(len(train_ds) / (o.batch_size * accelerator.num_processes))
