@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conversations", nargs="*", default=None, help="conversation ids to build (default: all)")
     p.add_argument("--limit-sessions", type=int, default=None, help="build only the first N sessions of each")
     p.add_argument("--config", default=None, help="YAML with BuildConfig fields (sections: rule, traces, llm, ...)")
-    p.add_argument("--llm-backend", choices=["hf", "openai", "scripted"], default=None)
+    p.add_argument("--llm-backend", choices=["hf", "openai"], default=None)
     p.add_argument("--llm-model", default=None)
     p.add_argument("--base-url", default=None)
     p.add_argument("--set", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE",
