@@ -42,6 +42,18 @@ class _Index:
     event_emb: np.ndarray
 
 
+@dataclass
+class FactStage:
+    """The fact-context units of one conversation (what every event-graph setting starts from)."""
+
+    chunks: list[Chunk]
+    facts: list[Fact]
+    fact_emb: np.ndarray
+    speakers: list[str]
+    fact_stats: dict[str, Any]
+    fingerprint: str
+
+
 class AnchorMemMethod:
     """Facts as retrieval anchors, immutable chunks as context, events as associations (AnchorMem)."""
 
@@ -100,6 +112,20 @@ class AnchorMemMethod:
     # ------------------------------------------------------------------ build
     def build(self, conversation: Conversation) -> None:
         """Index every session of `conversation` (never only those the questions name)."""
+        stage = self.build_facts(conversation)
+        ns, efp = conversation.id, self.events_fingerprint()
+        meta = self._meta(ns)
+        if not (meta.get("events_fp") == efp and self.store.is_done(ns, f"am_events:{efp}")):
+            es = self._build_events(ns, stage.facts, stage.fact_emb, stage.chunks, stage.speakers, efp)
+            self._put_meta(ns, {"facts_fp": stage.fingerprint, "fact_stats": stage.fact_stats, "events_fp": efp,
+                                "event_stats": es.as_dict(), "config": asdict(self.cfg) | {"llm": None},
+                                "llm_model": self._llm_id()})
+            self.store.mark_done(ns, f"am_events:{efp}")
+        self._index.pop(ns, None)
+        self._last_ns = ns
+
+    def build_facts(self, conversation: Conversation) -> FactStage:
+        """Chunks + facts + fact embeddings of every session, persisted; loaded when already built."""
         ns = conversation.id
         if not ns:
             raise ValueError("AnchorMem.build: conversation has no id (the store namespace)")
@@ -108,32 +134,19 @@ class AnchorMemMethod:
         chunks = make_chunks(conversation, self.cfg.chunk_turns)
         speakers = conversation.speakers or sorted({t.speaker for t in conversation.turns()})
         self.store.put_records(ns, K_CHUNKS, [to_record(c) for c in chunks])
-
-        ffp, efp = self.facts_fingerprint(), self.events_fingerprint()
+        ffp = self.facts_fingerprint()
         if meta.get("facts_fp") == ffp and self.store.is_done(ns, f"am_facts:{ffp}"):
             facts = self._load(ns, K_FACTS, Fact)
-            fact_stats = meta.get("fact_stats", {})
-        else:
-            meta = {}
-            fs = FactStats()
-            facts = self._build_facts(ns, conversation, chunks, speakers, ffp, fs)
-            self.store.put_records(ns, K_FACTS, [to_record(f) for f in facts])
-            self.store.set_embeddings(ns, K_FACTS, [f.id for f in facts], self._encode([f.text for f in facts]),
-                                      self.cfg.embedder)
-            self.store.put_records(ns, K_FACTS_PART, [])
-            fact_stats = asdict(fs)
-            self._put_meta(ns, {"facts_fp": ffp, "fact_stats": fact_stats})
-            self.store.mark_done(ns, f"am_facts:{ffp}")
-
-        if not (meta.get("events_fp") == efp and self.store.is_done(ns, f"am_events:{efp}")):
-            fact_emb = self._fact_matrix(ns, facts)
-            es = self._build_events(ns, facts, fact_emb, chunks, speakers, efp)
-            self._put_meta(ns, {"facts_fp": ffp, "fact_stats": fact_stats, "events_fp": efp,
-                                "event_stats": es.as_dict(), "config": asdict(self.cfg) | {"llm": None},
-                                "llm_model": self._llm_id()})
-            self.store.mark_done(ns, f"am_events:{efp}")
-        self._index.pop(ns, None)
-        self._last_ns = ns
+            return FactStage(chunks, facts, self._fact_matrix(ns, facts), speakers, meta.get("fact_stats", {}), ffp)
+        fs = FactStats()
+        facts = self._build_facts(ns, conversation, chunks, speakers, ffp, fs)
+        emb = self._encode([f.text for f in facts])
+        self.store.put_records(ns, K_FACTS, [to_record(f) for f in facts])
+        self.store.set_embeddings(ns, K_FACTS, [f.id for f in facts], emb, self.cfg.embedder)
+        self.store.put_records(ns, K_FACTS_PART, [])
+        self._put_meta(ns, {"facts_fp": ffp, "fact_stats": asdict(fs)})  # events (if any) now stale
+        self.store.mark_done(ns, f"am_facts:{ffp}")
+        return FactStage(chunks, facts, emb, speakers, asdict(fs), ffp)
 
     def _build_facts(self, ns: str, conv: Conversation, chunks: list[Chunk], speakers: list[str], fp: str,
                      stats: FactStats) -> list[Fact]:

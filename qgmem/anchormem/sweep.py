@@ -1,7 +1,8 @@
 """`qgmem anchormem-sweep`: event-graph statistics over tau x N (the shape of AnchorMem's Table 6).
 
-Facts are built once per conversation (the facts stage is keyed independently of tau/N), then for
-each setting the clusters are re-formed, pruned and integrated; the table reports per setting the
+Facts are built once per conversation (persisted in the store, resumable), then for each setting
+the clusters are re-formed, pruned and integrated in memory (events are not embedded or stored:
+the sweep measures the graph, it does not serve questions); the table reports per setting the
 facts, candidate / discarded / retained clusters, events, and integration LLM calls and tokens,
 summed over the conversations. Without an LLM the integration is the deterministic "concat" one
 (0 calls) and the "would-be calls" column says how many integrations the LLM path would make.
@@ -18,7 +19,10 @@ from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text
 from ..types import Conversation, conversation_from_dict
+from tqdm import tqdm
+
 from .config import AnchorMemConfig
+from .events import EventStats, build_events, find_clusters
 
 DEFAULT_TAUS = [0.70, 0.80, 0.85, 0.90, 0.95]
 DEFAULT_NS = [3, 5]
@@ -102,21 +106,29 @@ def markdown(rows: list[dict[str, Any]], header: str = "") -> str:
 
 def sweep(convs: list[Conversation], base: AnchorMemConfig, store: Any, taus: list[float], ns: list[int],
           llm: Any = None) -> list[dict[str, Any]]:
-    """Build every conversation under every (tau, N); return one aggregated row per setting."""
+    """Facts once per conversation (persisted in `store`), then the event graph under every (tau, N)
+    in memory; one aggregated row per setting. LLM integrations are not checkpointed per setting:
+    with the response cache on (LLMConfig.cache) a rerun replays finished calls for free."""
     from .method import AnchorMemMethod
 
-    rows = []
-    for n in ns:
-        for tau in taus:
-            cfg = dataclasses.replace(base, tau=tau, n_neighbors=n)
-            method = AnchorMemMethod(store, cfg, llm=llm)
-            llm = method.llm  # one backend (and its cache) for every setting
-            per_conv = []
-            for conv in convs:
-                method.build(conv)
-                per_conv.append(method.stats(conv.id))
-            rows.append(_row(tau, n, per_conv))
-    return rows
+    method = AnchorMemMethod(store, base, llm=llm)
+    integrate_llm = method.llm if method.integrates_with_llm else None
+    settings = [(tau, n) for n in ns for tau in taus]
+    per_setting: dict[tuple[float, int], list[dict[str, Any]]] = {s: [] for s in settings}
+    for conv in tqdm(convs, desc="anchormem sweep", unit="conv", disable=len(convs) < 2):
+        stage = method.build_facts(conv)
+        fact_chunks = [f.chunk_id for f in stage.facts]
+        for tau, n in settings:
+            clusters, cstats = find_clusters(stage.fact_emb, fact_chunks, tau, n, base.dedupe_identical_clusters,
+                                             max_clusters=base.max_clusters)
+            es = EventStats(clusters=cstats)
+            build_events(clusters, stage.facts, stage.chunks, stage.speakers, llm=integrate_llm,
+                         max_tokens=base.event_max_tokens, retries=base.llm_retries, event_turns=base.event_turns,
+                         on_failure=lambda key, err, raw, t=tau, n_=n, c=conv.id: store.record_failure(
+                             c, f"sweep:tau={t}:N={n_}:{key}", err, raw),
+                         save_every=base.save_every, stats=es)
+            per_setting[(tau, n)].append({"fact_stats": stage.fact_stats, "event_stats": es.as_dict()})
+    return [_row(tau, n, per_setting[(tau, n)]) for tau, n in settings]
 
 
 def run(args: argparse.Namespace) -> int:
