@@ -8,12 +8,14 @@ conversation* with a seeded permutation, so no conversation leaks across splits.
 
 Layout of ``out_dir``::
 
+    prepare_config.json  the job's config, written first; a rerun with another config is refused
     store/             MemoryStore with the built memories (reused on resume)
     examples.jsonl     one line per finished conversation (the resume log; a torn last line is redone)
     dataset/           datasets.DatasetDict.save_to_disk with splits train / val / test
     prepare_meta.json  config, feature dims, counts per split; written last ("complete": true)
 
-A killed run restarts where it stopped: finished conversations are skipped.
+A killed run restarts where it stopped: finished conversations are skipped. ``--partial`` writes
+the dataset from the conversations finished so far (marked ``"partial": true`` in the meta).
 """
 
 from __future__ import annotations

@@ -184,13 +184,11 @@ def shuffled_graphs(examples: list[Any], seed: int) -> list[Any]:
 
     n = len(examples)
     perm = list(range(n))
-    if n > 1:
-        rng = random.Random(seed)
-        perm = list(range(1, n)) + [0]  # a rotation is a derangement; shuffle which rotation-like cycle
+    if n > 1:  # one random n-cycle: every example gets a graph other than its own
         order = list(range(n))
-        rng.shuffle(order)
-        inv = {order[i]: order[(i + 1) % n] for i in range(n)}
-        perm = [inv[i] for i in range(n)]
+        random.Random(seed).shuffle(order)
+        nxt = {order[i]: order[(i + 1) % n] for i in range(n)}
+        perm = [nxt[i] for i in range(n)]
     return [dataclasses.replace(ex, graph=examples[j].graph) for ex, j in zip(examples, perm)]
 
 
