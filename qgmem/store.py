@@ -18,13 +18,20 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from qgmem.types import AtomicUnit, Conversation, MemoryTrace, conversation_from_dict, unit_from_dict
+from qgmem.types import (
+    AtomicUnit,
+    Conversation,
+    MemoryTrace,
+    conversation_from_dict,
+    unit_from_dict,
+)
 
 SCHEMA_VERSION = 1
 
@@ -105,10 +112,10 @@ class MemoryStore:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> "MemoryStore":
+    def __enter__(self) -> MemoryStore:  # noqa: PYI034
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ------------------------------------------------------------------ namespaces / conversations

@@ -153,7 +153,7 @@ def test_delete_then_rebuild(tmp_path) -> None:
 
 
 def test_without_store_returns_units(tiny_conversation) -> None:
-    units, traces = build_memory(tiny_conversation, embedder=HashEmbedder())
+    units, _ = build_memory(tiny_conversation, embedder=HashEmbedder())
     assert len(units) > 5 and all(u.namespace == "c1" for u in units)
 
 

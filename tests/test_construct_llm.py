@@ -14,7 +14,7 @@ from openai_server import OpenAIServer
 
 from qgmem.construct import BuildConfig, BuildReport, build_memory
 from qgmem.construct.consolidate import parse_roles
-from qgmem.construct.llm_extract import LLMExtractor, validate_unit
+from qgmem.construct.llm_extract import validate_unit
 from qgmem.construct.windows import make_windows
 from qgmem.llm import ScriptedBackend
 from qgmem.store import MemoryStore
@@ -141,7 +141,7 @@ def test_llm_consolidation_roles_and_fallback(tmp_path, tiny_conversation) -> No
     def reply(req):
         text = req.messages[0]["content"]
         if "same subject and relation" in text:
-            n = len(re.findall(r"^U\d+ ", text, re.M))
+            n = len(re.findall(r"^U\d+ ", text, re.MULTILINE))
             return json.dumps({"roles": [{"unit": "U1", "role": "origin", "supersedes": []}] +
                                [{"unit": f"U{k}", "role": "update", "supersedes": [f"U{k - 1}"]} for k in range(2, n + 1)]})
         return GOOD[_window_of(text)]

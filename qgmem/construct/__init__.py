@@ -12,24 +12,45 @@ import hashlib
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from qgmem.construct.extractor import Extractor, WindowResult
-from qgmem.construct.llm_extract import PHASE, LLMExtractConfig, LLMExtractor, rejected_summary
+from qgmem.construct.llm_extract import (
+    PHASE,
+    LLMExtractConfig,
+    LLMExtractor,
+    rejected_summary,
+)
 from qgmem.construct.rule import RuleConfig, RuleExtractor
-from qgmem.construct.traces import (TraceConfig, build_traces, group_traces, object_text, relation_text,
-                                   tfidf_matrix)
+from qgmem.construct.traces import (
+    TraceConfig,
+    build_traces,
+    group_traces,
+    object_text,
+    relation_text,
+    tfidf_matrix,
+)
 from qgmem.construct.windows import Window, make_windows
 from qgmem.llm.base import ChatBackend
 from qgmem.llm.config import LLMConfig
 from qgmem.store import MemoryStore
 from qgmem.types import AtomicUnit, Conversation, MemoryTrace
 
-__all__ = ["BuildConfig", "BuildReport", "PhaseStats", "build_memory", "make_windows", "Window",
-           "RuleExtractor", "LLMExtractor", "TraceConfig"]
+__all__ = [
+    "BuildConfig",
+    "BuildReport",
+    "LLMExtractor",
+    "PhaseStats",
+    "RuleExtractor",
+    "TraceConfig",
+    "Window",
+    "build_memory",
+    "make_windows",
+]
 
 
 class TextEmbedder(Protocol):
@@ -77,7 +98,7 @@ class PhaseStats:
     completion_tokens: int = 0
     seconds: float = 0.0
 
-    def add(self, other: "PhaseStats") -> None:
+    def add(self, other: PhaseStats) -> None:
         for k, v in asdict(other).items():
             setattr(self, k, getattr(self, k) + v)
 
@@ -216,9 +237,8 @@ def build_memory(
     """
     cfg = config or BuildConfig(extractor=extractor if isinstance(extractor, str) else "rule")
     if store is None:
-        with tempfile.TemporaryDirectory(prefix="qgmem-build-") as tmp:
-            with MemoryStore(tmp) as st:
-                return build_memory(conversation, extractor, llm, st, cfg, embedder, report, progress)
+        with tempfile.TemporaryDirectory(prefix="qgmem-build-") as tmp, MemoryStore(tmp) as st:
+            return build_memory(conversation, extractor, llm, st, cfg, embedder, report, progress)
     report = report if report is not None else BuildReport()
     ns = conversation.id
     if llm is None and (extractor == "llm" or cfg.consolidation == "llm"):

@@ -24,7 +24,7 @@ def parse_roles(text: str, n: int) -> tuple[list[Role], set[int]]:
     data = parse_json_lenient(text)
     items = data.get("roles") if isinstance(data, dict) else data
     if not isinstance(items, list):
-        raise ValueError('reply must be a JSON object with a "roles" list')
+        raise ValueError('reply must be a JSON object with a "roles" list')  # noqa: TRY004 (a reply error)
     if len(items) != n:
         raise ValueError(f'"roles" has {len(items)} entries, expected {n} (one per unit, in order)')
     roles: list[Role] = []

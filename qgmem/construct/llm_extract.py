@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Iterator
+from typing import Any
 
-from qgmem.construct.timex import _month, _year
 from qgmem.construct.extractor import WindowResult
+from qgmem.construct.timex import _month, _year
 from qgmem.construct.windows import Window
 from qgmem.llm.base import ChatBackend, ChatRequest, ChatResult, LLMError, Message
 from qgmem.llm.jsonfix import parse_json_lenient
@@ -98,7 +99,7 @@ def validate_unit(raw: Any, window: Window, ns: str, j: int, speakers: list[str]
     """One unit from the reply, or ValueError naming the field at fault."""
     where = f"units[{j}]"
     if not isinstance(raw, dict):
-        raise ValueError(f"{where}: expected an object, got {type(raw).__name__}")
+        raise ValueError(f"{where}: expected an object, got {type(raw).__name__}")  # noqa: TRY004
     missing = [k for k in REQUIRED if not isinstance(raw.get(k), str) or not raw[k].strip()]
     if missing:
         raise ValueError(f"{where}: missing or empty field(s) {missing}")
@@ -116,7 +117,7 @@ def validate_unit(raw: Any, window: Window, ns: str, j: int, speakers: list[str]
         raise ValueError(f"{where}: span {first}..{last} has only [CONTEXT] turns; a unit needs a [NEW] turn")
     ents = raw.get("entities") or []
     if not isinstance(ents, list):
-        raise ValueError(f"{where}.entities: expected a list")
+        raise ValueError(f"{where}.entities: expected a list")  # noqa: TRY004
     start = _norm_time(raw.get("fact_time_start"), False, f"{where}.fact_time_start")
     end = _norm_time(raw.get("fact_time_end"), True, f"{where}.fact_time_end")
     if start is None and end is not None:

@@ -15,9 +15,9 @@ and a shared image always gives a unit with its caption.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterator
 
 import Stemmer
 
@@ -26,62 +26,16 @@ from qgmem.construct.timex import resolve_time
 from qgmem.construct.windows import Window
 from qgmem.types import AtomicUnit, Turn
 
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are aren't as at be because been before being below between
-both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from
-further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his
-how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor
-not of off on once only or other ought our ours ourselves out over own same shan't she she'd she'll she's should
-shouldn't so some such than that that's the their theirs them themselves then there there's these they they'd
-they'll they're they've this those through to too under until up very was wasn't we we'd we'll we're we've were
-weren't what what's when when's where where's which while who who's whom why why's with won't would wouldn't you
-you'd you'll you're you've your yours yourself yourselves just really also so too yeah yes yep oh ok okay well
-im ive id ill youre thats dont its got get gets go going gonna wanna lot lots much many thing things way
-anything something everything new up
-""".split())
+STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "few", "for", "from", "further", "had", "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "i", "i'd", "i'll", "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "let's", "me", "more", "most", "mustn't", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "same", "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's", "these", "they", "they'd", "they'll", "they're", "they've", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn't", "we", "we'd", "we'll", "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's", "which", "while", "who", "who's", "whom", "why", "why's", "with", "won't", "would", "wouldn't", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself", "yourselves", "just", "really", "also", "so", "too", "yeah", "yes", "yep", "oh", "ok", "okay", "well", "im", "ive", "id", "ill", "youre", "thats", "dont", "its", "got", "get", "gets", "go", "going", "gonna", "wanna", "lot", "lots", "much", "many", "thing", "things", "way", "anything", "something", "everything", "new", "up"])
 
-CHITCHAT = frozenset("""
-hi hey hello thanks thank wow haha hahaha lol omg awesome cool great nice amazing totally sure glad
-congrats congratulations aww awww yay bye cheers love sounds sound good right absolutely definitely indeed
-agree true sorry wish luck care see soon talk later catch take
-""".split())
+CHITCHAT = frozenset(["hi", "hey", "hello", "thanks", "thank", "wow", "haha", "hahaha", "lol", "omg", "awesome", "cool", "great", "nice", "amazing", "totally", "sure", "glad", "congrats", "congratulations", "aww", "awww", "yay", "bye", "cheers", "love", "sounds", "sound", "good", "right", "absolutely", "definitely", "indeed", "agree", "true", "sorry", "wish", "luck", "care", "see", "soon", "talk", "later", "catch", "take"])
 
 # Words that may start a sentence capitalised without being names.
-NON_ENTITY_CAPS = STOPWORDS | CHITCHAT | frozenset("""
-anyway anyways btw by actually also and but so well oh yeah yes no not maybe sometimes speaking plus
-definitely absolutely totally really honestly seriously wow aww awesome cool great nice amazing
-congrats thanks thank hey hi hello sounds glad sure yep nope hmm hah lol omg lately recently
-gonna wanna let that's what's it's i'm i've i'd i'll we're you're they're there's here's mine
-good bad happy sad exciting nothing everything something anything everyone someone anyone
-monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
-september october november december today yesterday tomorrow last next this these those
-""".split())
+NON_ENTITY_CAPS = STOPWORDS | CHITCHAT | frozenset(["anyway", "anyways", "btw", "by", "actually", "also", "and", "but", "so", "well", "oh", "yeah", "yes", "no", "not", "maybe", "sometimes", "speaking", "plus", "definitely", "absolutely", "totally", "really", "honestly", "seriously", "wow", "aww", "awesome", "cool", "great", "nice", "amazing", "congrats", "thanks", "thank", "hey", "hi", "hello", "sounds", "glad", "sure", "yep", "nope", "hmm", "hah", "lol", "omg", "lately", "recently", "gonna", "wanna", "let", "that's", "what's", "it's", "i'm", "i've", "i'd", "i'll", "we're", "you're", "they're", "there's", "here's", "mine", "good", "bad", "happy", "sad", "exciting", "nothing", "everything", "something", "anything", "everyone", "someone", "anyone", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "today", "yesterday", "tomorrow", "last", "next", "this", "these", "those"])
 
-LEXICON = frozenset("""
-pottery painting paintings painter art artwork drawing sketch sculpture photography photo photos camera
-camping hiking hike trip travel vacation road beach mountains mountain forest lake river ocean sea park garden
-museum concert festival parade conference workshop class classes course school college university degree
-job career work office company business startup boss promotion interview internship shop store bakery
-restaurant cafe coffee dinner lunch breakfast recipe cooking baking cake cookies pie food
-dog dogs puppy cat cats kitten pet pets horse bird birds fish turtle turtles snake
-kids kid children child son daughter baby husband wife partner boyfriend girlfriend mom mother dad father
-parents sister brother family grandma grandmother grandpa grandfather friend friends mentor neighbor team
-guitar piano violin drums music song songs band singing dance dancing yoga gym running marathon race
-swimming surfing skiing soccer football basketball baseball tennis volleyball golf chess games game video
-book books novel reading writing poem poetry blog movie movies film show series podcast
-car bike bicycle house home apartment garden church charity volunteering volunteer shelter fundraiser
-adoption agency counseling therapy therapist support group lgbtq transgender pride community
-birthday wedding anniversary graduation party christmas thanksgiving halloween holiday holidays
-instrument clarinet saxophone flute cello ukulele trumpet
-""".split())
+LEXICON = frozenset(["pottery", "painting", "paintings", "painter", "art", "artwork", "drawing", "sketch", "sculpture", "photography", "photo", "photos", "camera", "camping", "hiking", "hike", "trip", "travel", "vacation", "road", "beach", "mountains", "mountain", "forest", "lake", "river", "ocean", "sea", "park", "garden", "museum", "concert", "festival", "parade", "conference", "workshop", "class", "classes", "course", "school", "college", "university", "degree", "job", "career", "work", "office", "company", "business", "startup", "boss", "promotion", "interview", "internship", "shop", "store", "bakery", "restaurant", "cafe", "coffee", "dinner", "lunch", "breakfast", "recipe", "cooking", "baking", "cake", "cookies", "pie", "food", "dog", "dogs", "puppy", "cat", "cats", "kitten", "pet", "pets", "horse", "bird", "birds", "fish", "turtle", "turtles", "snake", "kids", "kid", "children", "child", "son", "daughter", "baby", "husband", "wife", "partner", "boyfriend", "girlfriend", "mom", "mother", "dad", "father", "parents", "sister", "brother", "family", "grandma", "grandmother", "grandpa", "grandfather", "friend", "friends", "mentor", "neighbor", "team", "guitar", "piano", "violin", "drums", "music", "song", "songs", "band", "singing", "dance", "dancing", "yoga", "gym", "running", "marathon", "race", "swimming", "surfing", "skiing", "soccer", "football", "basketball", "baseball", "tennis", "volleyball", "golf", "chess", "games", "game", "video", "book", "books", "novel", "reading", "writing", "poem", "poetry", "blog", "movie", "movies", "film", "show", "series", "podcast", "car", "bike", "bicycle", "house", "home", "apartment", "garden", "church", "charity", "volunteering", "volunteer", "shelter", "fundraiser", "adoption", "agency", "counseling", "therapy", "therapist", "support", "group", "lgbtq", "transgender", "pride", "community", "birthday", "wedding", "anniversary", "graduation", "party", "christmas", "thanksgiving", "halloween", "holiday", "holidays", "instrument", "clarinet", "saxophone", "flute", "cello", "ukulele", "trumpet"])
 
-PLACE_NOUNS = frozenset("""
-beach park museum mountains mountain forest lake river ocean gym church school library cafe restaurant zoo
-concert festival office hospital shelter store mall market studio theater theatre cinema stadium campus
-airport station bar pub club pool garden farm camp campsite countryside city downtown island desert
-neighborhood neighbourhood town village hometown backyard yard trail coast shore hills woods countryside
-church temple hotel resort spa bakery clinic center centre gallery aquarium arcade bookstore
-""".split())
+PLACE_NOUNS = frozenset(["beach", "park", "museum", "mountains", "mountain", "forest", "lake", "river", "ocean", "gym", "church", "school", "library", "cafe", "restaurant", "zoo", "concert", "festival", "office", "hospital", "shelter", "store", "mall", "market", "studio", "theater", "theatre", "cinema", "stadium", "campus", "airport", "station", "bar", "pub", "club", "pool", "garden", "farm", "camp", "campsite", "countryside", "city", "downtown", "island", "desert", "neighborhood", "neighbourhood", "town", "village", "hometown", "backyard", "yard", "trail", "coast", "shore", "hills", "woods", "countryside", "church", "temple", "hotel", "resort", "spa", "bakery", "clinic", "center", "centre", "gallery", "aquarium", "arcade", "bookstore"])
 
 _GAZ_TEXT = """
 Afghanistan|Argentina|Australia|Austria|Bahamas|Belgium|Brazil|Canada|Chile|China|Colombia|Costa Rica|Croatia|
@@ -122,20 +76,12 @@ IRREGULAR = {
     "danced": "dance", "hiked": "hike", "practiced": "practice", "received": "receive", "shared": "share",
     "created": "create", "closed": "close", "graduated": "graduate", "celebrated": "celebrate", "enjoyed": "enjoy",
 }
-AUX = frozenset("""
-am is are was were be been being 'm 're 's 've 'd 'll have has had do does did will would shall should can could
-may might must just really also finally recently actually still already always never even totally definitely
-now then so gonna wanna gotta able to not n't never ever kinda sorta absolutely truly currently lately
-""".split())
-LEADING = frozenset("""
-yeah yes no oh well so and but also actually btw anyway anyways hey hi wow haha lol aww ah plus honestly
-sure totally okay ok hmm like um right
-""".split())
-FIRST_PERSON = frozenset("i i'm i've i'd i'll we we're we've we'd we'll".split())
+AUX = frozenset(["am", "is", "are", "was", "were", "be", "been", "being", "'m", "'re", "'s", "'ve", "'d", "'ll", "have", "has", "had", "do", "does", "did", "will", "would", "shall", "should", "can", "could", "may", "might", "must", "just", "really", "also", "finally", "recently", "actually", "still", "already", "always", "never", "even", "totally", "definitely", "now", "then", "so", "gonna", "wanna", "gotta", "able", "to", "not", "n't", "never", "ever", "kinda", "sorta", "absolutely", "truly", "currently", "lately"])
+LEADING = frozenset(["yeah", "yes", "no", "oh", "well", "so", "and", "but", "also", "actually", "btw", "anyway", "anyways", "hey", "hi", "wow", "haha", "lol", "aww", "ah", "plus", "honestly", "sure", "totally", "okay", "ok", "hmm", "like", "um", "right"])
+FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "we", "we're", "we've", "we'd", "we'll"])
 POSSESSIVE = frozenset(["my", "our"])
-SECOND_PERSON = frozenset("you you're you've you'd you'll".split())
-PRONOUN_SUBJECTS = frozenset("it it's that that's this there there's they they're they've he he's she she's "
-                             "these those".split())
+SECOND_PERSON = frozenset(["you", "you're", "you've", "you'd", "you'll"])
+PRONOUN_SUBJECTS = frozenset(["it", "it's", "that", "that's", "this", "there", "there's", "they", "they're", "they've", "he", "he's", "she", "she's", "these", "those"])
 
 _SENT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
@@ -145,7 +91,7 @@ _LOC_PREP_RE = re.compile(
     r"\b(?:in|at|to|from|near|around|visited|visit|visiting|toured|explored)\s+(?:the\s+)?"
     r"([A-Z][\w'’\-]*(?:\s+(?:of\s+)?[A-Z][\w'’\-]*){0,3})")
 _PLACE_NOUN_RE = re.compile(r"\b(?:in|at|to|from|near|by)\s+(?:(?:the|a|an|my|our|his|her|their|this|that|local)\s+)?"
-                            r"(?:\w+\s+)?(" + "|".join(sorted(PLACE_NOUNS)) + r")(?:e?s)?\b", re.I)
+                            r"(?:\w+\s+)?(" + "|".join(sorted(PLACE_NOUNS)) + r")(?:e?s)?\b", re.IGNORECASE)
 _NON_LOC_VERB_RE = re.compile(r"\b(talk|talked|talking|spoke|speak|said|say|listen|listened|listening|wrote|write|"
                               r"sent|send|gave|give|introduced|married|thanks|thank|replied|reply|devoted|"
                               r"dedicated|belong|belongs|went back|next|due|up|close|closer|compared|similar)\s+(?:to|at|in)\s+\S+$")
@@ -201,8 +147,7 @@ def extract_entities(sentence: str, speakers: list[str]) -> list[str]:
         if not toks:
             continue
         span = " ".join(toks)
-        if span.endswith("'s"):
-            span = span[:-2]
+        span = span.removesuffix("'s")
         if span.lower() in NON_ENTITY_CAPS or len(span) < 2:
             continue
         out.setdefault(span, None)
@@ -244,14 +189,8 @@ def extract_location(sentence: str, speakers: list[str]) -> str | None:
     return None
 
 
-COMMON_VERBS = frozenset("""
-love like want need feel think hope plan enjoy try start finish join visit play paint make take go get see
-work live move adopt study learn teach read write watch listen sing dance run swim hike cook bake travel buy
-help support volunteer keep decide mean believe remember forget meet call give find lose win build create
-draw share open close change care wish miss check attend celebrate graduate marry raise grow look sound seem
-appreciate thank agree understand know love hate prefer become stay spend pass use bring put set teach
-""".split())
-BE_HAVE = frozenset("am is are was were be been being 'm 're 's have has had 've".split())
+COMMON_VERBS = frozenset(["love", "like", "want", "need", "feel", "think", "hope", "plan", "enjoy", "try", "start", "finish", "join", "visit", "play", "paint", "make", "take", "go", "get", "see", "work", "live", "move", "adopt", "study", "learn", "teach", "read", "write", "watch", "listen", "sing", "dance", "run", "swim", "hike", "cook", "bake", "travel", "buy", "help", "support", "volunteer", "keep", "decide", "mean", "believe", "remember", "forget", "meet", "call", "give", "find", "lose", "win", "build", "create", "draw", "share", "open", "close", "change", "care", "wish", "miss", "check", "attend", "celebrate", "graduate", "marry", "raise", "grow", "look", "sound", "seem", "appreciate", "thank", "agree", "understand", "know", "love", "hate", "prefer", "become", "stay", "spend", "pass", "use", "bring", "put", "set", "teach"])
+BE_HAVE = frozenset(["am", "is", "are", "was", "were", "be", "been", "being", "'m", "'re", "'s", "have", "has", "had", "'ve"])
 
 
 def _verbish(tok: str) -> bool:

@@ -32,9 +32,9 @@ _NUM = r"(\d+|a couple of|a couple|couple of|an|a|one|two|three|four|five|six|se
 _WD = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 
 _FUTURE = re.compile(r"\b(will|won't|gonna|going to|(?:am|are|is|'m|'re)\s+going|'ll|plan(?:ning)? to|planning|"
-                     r"next|tomorrow|upcoming|soon|can't wait|looking forward)\b", re.I)
+                     r"next|tomorrow|upcoming|soon|can't wait|looking forward)\b", re.IGNORECASE)
 _VAGUE = re.compile(r"\b(recently|lately|a while ago|a few (?:days|weeks|months|years) ago|the other day|"
-                    r"some time ago|sometime|once|back then|in the past)\b", re.I)
+                    r"some time ago|sometime|once|back then|in the past)\b", re.IGNORECASE)
 
 
 def parse_ref(ref: str | date | datetime | None) -> date | None:

@@ -19,10 +19,10 @@ The latest member is the latest supported state.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Callable, Literal
-
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy import sparse
@@ -52,7 +52,7 @@ STATE_RELATIONS = (
 
 
 # a unit whose subject is an unresolved pronoun cannot be placed in anyone's trajectory
-UNRESOLVED_SUBJECTS = frozenset("it that this there they he she these those you we i".split())
+UNRESOLVED_SUBJECTS = frozenset(["it", "that", "this", "there", "they", "he", "she", "these", "those", "you", "we", "i"])
 
 
 def subject_key(u: AtomicUnit) -> str:
@@ -73,7 +73,7 @@ def memory_time_key(u: AtomicUnit, position: int) -> tuple[str, int]:
     return (t or "9999", position)
 
 
-def tfidf_matrix(texts: list[str]) -> "sparse.csr_matrix":
+def tfidf_matrix(texts: list[str]) -> sparse.csr_matrix:
     """L2-normalised TF-IDF rows over lower-cased content words (sublinear tf, smooth idf)."""
     from qgmem.construct.rule import STOPWORDS
 
@@ -99,7 +99,7 @@ def tfidf_matrix(texts: list[str]) -> "sparse.csr_matrix":
     return sparse.csr_matrix(m.multiply(1.0 / norms[:, None]), dtype=np.float32)
 
 
-def neighbour_pairs(claim: "np.ndarray | sparse.spmatrix", k: int) -> list[tuple[int, int]]:
+def neighbour_pairs(claim: np.ndarray | sparse.spmatrix, k: int) -> list[tuple[int, int]]:
     """(i, j), i < j, for j among the k nearest neighbours of i by cosine (rows are L2-normalised;
     dense embeddings or sparse TF-IDF rows)."""
     n = claim.shape[0]
@@ -140,7 +140,7 @@ def _components(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
     return [sorted(g) for g in groups.values()]
 
 
-def group_traces(units: list[AtomicUnit], claim: "np.ndarray | sparse.spmatrix", relation: np.ndarray, cfg: TraceConfig) -> list[list[int]]:
+def group_traces(units: list[AtomicUnit], claim: np.ndarray | sparse.spmatrix, relation: np.ndarray, cfg: TraceConfig) -> list[list[int]]:
     """Unit index groups (each in memory-time order) that form traces. `relation[i]` embeds units[i].relation."""
     subj = [subject_key(u) for u in units]
     # only named subjects ("Alice", "Alice's dog Rex") have a trajectory; pronouns and activities do not
@@ -188,7 +188,7 @@ ObjectEmbedFn = Callable[[list[int]], np.ndarray]
 
 
 def build_traces(
-    units: list[AtomicUnit], claim: "np.ndarray | sparse.spmatrix", relation: np.ndarray, objects: ObjectEmbedFn | np.ndarray,
+    units: list[AtomicUnit], claim: np.ndarray | sparse.spmatrix, relation: np.ndarray, objects: ObjectEmbedFn | np.ndarray,
     cfg: TraceConfig, roles_fn: RolesFn | None = None,
 ) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
     """Traces of one namespace and the units with `trace_id`/`trace_role`/`superseded` set.
