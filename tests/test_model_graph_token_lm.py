@@ -257,3 +257,32 @@ def test_example_from_working_memory_and_text_only_generation() -> None:
     gen = lm.make_collator(256, mode="generate")
     batched = lm.generate(gen([ex, example(5, 3, None)]), max_new_tokens=5)
     assert batched == [lm.generate(gen([e]), max_new_tokens=5)[0] for e in (ex, example(5, 3, None))]
+
+
+def test_gradient_checkpointing_recomputes_without_dropout_and_matches() -> None:
+    exs = [example(i, 1 + i) for i in range(3)]
+    grads = {}
+    calls = {}
+    for ckpt in (False, True):
+        llm, tok = make_tiny("qwen3", seed=0)
+        llm.config.attention_dropout = 0.5  # would change the loss if the LLM's dropout were on
+        torch.manual_seed(1)
+        lm = GraphTokenLM(llm, tok, enc_cfg(), graph_cfg=GCFG, gradient_checkpointing=ckpt)
+        n = [0]
+        first = lm.llm.model.layers[0].input_layernorm  # recomputation starts at the layer input
+        hook = first.register_forward_hook(lambda *a: n.__setitem__(0, n[0] + 1))
+        lm.train()
+        lm(lm.make_collator(256)(exs)).loss.backward()
+        hook.remove()
+        calls[ckpt] = n[0]
+        grads[ckpt] = {k: p.grad.clone() for k, p in lm.graph_encoder.named_parameters() if p.grad is not None}
+        assert all(p.grad is None for p in lm.llm.parameters())
+    assert calls == {False: 1, True: 2}  # the checkpointed layer ran again in backward
+    for k in grads[False]:
+        assert torch.allclose(grads[False][k], grads[True][k], atol=1e-6), k
+
+
+def test_generate_stops_on_every_eos_the_model_names() -> None:
+    lm = make_lm("qwen3")
+    lm.llm.generation_config.eos_token_id = [7, lm.tokenizer.eos_token_id]
+    assert lm._eos_ids() == [lm.tokenizer.eos_token_id, 7]

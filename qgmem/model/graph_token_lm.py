@@ -68,7 +68,8 @@ class GraphTokenLM(nn.Module):
 
     def __init__(self, llm: Any, tokenizer: Any, enc_cfg: EncoderConfig, lora: dict[str, Any] | None = None,
                  *, graph_cfg: GraphConfig | None = None, base_model: str | None = None,
-                 base_model_kwargs: dict[str, Any] | None = None, extra: dict[str, Any] | None = None):
+                 base_model_kwargs: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
+                 gradient_checkpointing: bool = False):
         super().__init__()
         self.base_model = base_model or getattr(llm, "name_or_path", None) or getattr(llm.config, "_name_or_path", "")
         self.base_model_kwargs = dict(base_model_kwargs or {})
@@ -87,6 +88,9 @@ class GraphTokenLM(nn.Module):
             self.lora = cfg
             llm = get_peft_model(llm, LoraConfig(task_type="CAUSAL_LM", **cfg))
         self.llm = llm
+        self.gradient_checkpointing = bool(gradient_checkpointing)
+        if self.gradient_checkpointing:
+            llm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         emb = llm.get_input_embeddings()
         self.llm_hidden = int(emb.embedding_dim)
         self.graph_encoder = GraphTokenEncoder(enc_cfg, self.llm_hidden).to(emb.weight.device, torch.float32)
@@ -96,6 +100,14 @@ class GraphTokenLM(nn.Module):
     def train(self, mode: bool = True) -> "GraphTokenLM":
         super().train(mode)
         self.llm.eval()  # frozen LLM: dropout stays off while the encoder trains
+        if mode and self.gradient_checkpointing:
+            # HF layers checkpoint only while `training`; flag the layers themselves (not their
+            # children), so activations are recomputed in backward but dropout stays off.
+            from transformers.modeling_layers import GradientCheckpointingLayer
+
+            for m in self.llm.modules():
+                if isinstance(m, GradientCheckpointingLayer):
+                    m.training = True
         return self
 
     @property
@@ -172,9 +184,20 @@ class GraphTokenLM(nn.Module):
             kw.setdefault("temperature", None)
             kw.setdefault("top_p", None)
             kw.setdefault("top_k", None)
+        kw.setdefault("eos_token_id", self._eos_ids())
         out = self.llm.generate(inputs_embeds=embeds, attention_mask=attn, max_new_tokens=max_new_tokens,
-                                pad_token_id=self.pad_id, eos_token_id=self.tokenizer.eos_token_id, **kw)
+                                pad_token_id=self.pad_id, **kw)
         return [s.strip() for s in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
+
+    def _eos_ids(self) -> list[int]:
+        """The tokenizer's EOS plus any the model's generation config names (Llama 3, Qwen3 list several)."""
+        ids = [self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id is not None else []
+        gc = getattr(self.llm, "generation_config", None)
+        extra = getattr(gc, "eos_token_id", None) if gc is not None else None
+        for i in ([extra] if isinstance(extra, int) else list(extra or [])):
+            if i not in ids:
+                ids.append(int(i))
+        return ids
 
     # -- checkpoints -------------------------------------------------------------------------
     def config_dict(self) -> dict[str, Any]:
