@@ -5,10 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from qgmem.graph import GraphConfig, build_local_graph, feature_dims, graph_triples, normalize_name
-from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
 from test_model_graph_token_lm import DIM, hash_embed
+
+from qgmem.graph import (
+    GraphConfig,
+    build_local_graph,
+    feature_dims,
+    graph_triples,
+    normalize_name,
+)
+from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
 
 Q = Question("q", "where does alice work?", ["Globex"], "4")
 

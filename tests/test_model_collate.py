@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from qgmem.model import GRAPH_SENTINEL, GraphExample, GraphTokenCollator, answer_messages
 from test_model_graph_token_lm import example
 from tiny_models import make_tokenizer
+
+from qgmem.model import (
+    GRAPH_SENTINEL,
+    GraphExample,
+    GraphTokenCollator,
+    answer_messages,
+)
 
 
 def full_prompt_ids(tok, ex: GraphExample) -> list[int]:

@@ -7,11 +7,11 @@ import hashlib
 import numpy as np
 import pytest
 import torch
+from tiny_models import make_tiny
 
 from qgmem.graph import EncoderConfig, GraphConfig, build_local_graph, feature_dims
 from qgmem.model import GraphExample, GraphTokenLM, serialize_working_memory
 from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
-from tiny_models import make_tiny
 
 ARCHS = ["qwen3", "llama"]
 DIM = 16
@@ -180,8 +180,8 @@ def test_gradient_accumulation_matches_full_batch(arch: str) -> None:
         (lm(b).loss_sum / total).backward()
     acc = {n: p.grad.clone() for n, p in lm.named_parameters() if p.grad is not None}
     assert full.keys() == acc.keys() and full
-    for n in full:
-        assert torch.allclose(full[n], acc[n], atol=1e-5, rtol=1e-4), n
+    for n, g in full.items():
+        assert torch.allclose(g, acc[n], atol=1e-5, rtol=1e-4), n
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -268,13 +268,16 @@ def test_gradient_checkpointing_recomputes_without_dropout_and_matches() -> None
         llm.config.attention_dropout = 0.5  # would change the loss if the LLM's dropout were on
         torch.manual_seed(1)
         lm = GraphTokenLM(llm, tok, enc_cfg(), graph_cfg=GCFG, gradient_checkpointing=ckpt)
-        n = [0]
+        calls[ckpt] = 0
         first = lm.llm.model.layers[0].input_layernorm  # recomputation starts at the layer input
-        hook = first.register_forward_hook(lambda *a: n.__setitem__(0, n[0] + 1))
+
+        def count(*_: object, key: bool = ckpt) -> None:
+            calls[key] += 1
+
+        hook = first.register_forward_hook(count)
         lm.train()
         lm(lm.make_collator(256)(exs)).loss.backward()
         hook.remove()
-        calls[ckpt] = n[0]
         grads[ckpt] = {k: p.grad.clone() for k, p in lm.graph_encoder.named_parameters() if p.grad is not None}
         assert all(p.grad is None for p in lm.llm.parameters())
     assert calls == {False: 1, True: 2}  # the checkpointed layer ran again in backward

@@ -13,12 +13,12 @@ import random
 
 import pytest
 import torch
+from test_model_graph_token_lm import DIM, hash_embed
+from tiny_models import make_tiny
 
 from qgmem.graph import EncoderConfig, GraphConfig, build_local_graph, feature_dims
 from qgmem.model import GraphExample, GraphTokenLM
 from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
-from test_model_graph_token_lm import DIM, hash_embed
-from tiny_models import make_tiny
 
 COLOURS = ["red", "green", "blue", "yellow", "purple", "orange"]
 SYSTEM = "answer from the memory ."
@@ -102,7 +102,7 @@ def eval_loss(lm: GraphTokenLM, exs: list[GraphExample]) -> tuple[float, float]:
 
 @pytest.mark.parametrize("arch", ["qwen3", "llama"])
 def test_graph_token_carries_answer(arch: str) -> None:
-    train_set = dataset(range(0, 48), 256, seed=1)
+    train_set = dataset(range(48), 256, seed=1)
     held_out = dataset(range(48, 64), 64, seed=2)  # unseen item names
     lm, losses = train(arch, train_set)
     assert losses[0] == pytest.approx(FIRST_LOSS[arch], abs=2e-3)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from qgmem.graph import build_local_graph
-from qgmem.model.serialize import DEFAULT_SYSTEM, answer_messages, parse_answer, serialize_working_memory
-from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
 from test_model_graph_token_lm import hash_embed
+
+from qgmem.graph import build_local_graph
+from qgmem.model.serialize import (
+    DEFAULT_SYSTEM,
+    answer_messages,
+    parse_answer,
+    serialize_working_memory,
+)
+from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
 
 Q = Question("q1", "Where does Alice work now?", ["Globex"], "4", question_time="2023-09-01")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import REDUCED
+
 from qgmem.graph import EncoderConfig, GraphConfig, build_local_graph, feature_dims
 from qgmem.model import GraphExample, GraphTokenLM, serialize_working_memory
 from qgmem.types import AtomicUnit, Conversation, MemoryItem, WorkingMemory

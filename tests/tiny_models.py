@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
 
 WORDS = """
 a an the of to in on at for with and or but is are was were be been it its this that these those
@@ -25,7 +31,7 @@ work works job lives live visited read reading dog city sister mom
 one two three four five six seven eight nine ten 0 1 2 3 4 5 6 7 8 9
 time said source trajectory superseded update relations between
 system user assistant
-""".split()
+""".split()  # noqa: SIM905 - a word list reads best as text
 PUNCT = list(".,:;!?()[]<>-_'\"/+*=#@%&|{}~^`$\\")
 
 
@@ -73,9 +79,10 @@ def make_model(arch: str, vocab_size: int, seed: int = 0, hidden: int = 48, init
     range to become confident (the default 0.02 keeps every prediction near uniform).
     """
     torch.manual_seed(seed)
-    common = dict(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                  attention_dropout=0.0, tie_word_embeddings=False, initializer_range=init_std)
+    common = {"vocab_size": vocab_size, "hidden_size": hidden, "intermediate_size": hidden * 2,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "max_position_embeddings": 512, "attention_dropout": 0.0, "tie_word_embeddings": False,
+              "initializer_range": init_std}
     if arch == "qwen3":
         cfg = Qwen3Config(head_dim=hidden // 4, **common)
         model = Qwen3ForCausalLM(cfg)

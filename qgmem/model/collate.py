@@ -15,14 +15,19 @@ padded, so every row's next token is at the last position.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import torch
 from torch_geometric.data import Batch, Data
 
 from qgmem.graph.local_graph import Embed, GraphConfig, build_local_graph
-from qgmem.model.serialize import answer_messages, question_text, serialize_working_memory
+from qgmem.model.serialize import (
+    answer_messages,
+    question_text,
+    serialize_working_memory,
+)
 from qgmem.types import WorkingMemory
 
 GRAPH_SENTINEL = "\u27e6qgmem-graph\u27e7"  # never produced by a tokenizer or a user
@@ -82,7 +87,7 @@ class GraphTokenCollator:
         self.encode_adds_bos = bos is not None and len(probe) > 0 and probe[0] == bos
         self.stats = CollatorStats()
 
-    def for_generation(self) -> "GraphTokenCollator":
+    def for_generation(self) -> GraphTokenCollator:
         """The same prompts, left padded, without answers."""
         new = GraphTokenCollator.__new__(GraphTokenCollator)
         new.__dict__.update(self.__dict__)

@@ -97,7 +97,7 @@ class GraphTokenLM(nn.Module):
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     # -- modes and parameters ---------------------------------------------------------------
-    def train(self, mode: bool = True) -> "GraphTokenLM":
+    def train(self, mode: bool = True) -> GraphTokenLM:
         super().train(mode)
         self.llm.eval()  # frozen LLM: dropout stays off while the encoder trains
         if mode and self.gradient_checkpointing:
@@ -141,6 +141,8 @@ class GraphTokenLM(nn.Module):
             if not bool((per_row == self.num_graph_tokens).all()):
                 raise ValueError(f"batch rows have {per_row.tolist()} graph positions; model has "
                                  f"num_graph_tokens={self.num_graph_tokens}")
+            if batch.get("graph") is None:
+                raise ValueError("batch has graph positions but no 'graph' (build it with GraphTokenCollator)")
             tokens = self.graph_encoder(batch["graph"]).to(embeds.dtype)
             if tokens.size(0) != embeds.size(0):
                 raise ValueError(f"batch has {embeds.size(0)} prompts but {tokens.size(0)} graphs")
@@ -230,7 +232,7 @@ class GraphTokenLM(nn.Module):
     @classmethod
     def from_pretrained(cls, directory: str | Path, llm: Any = None, tokenizer: Any = None,
                         torch_dtype: torch.dtype | None = None, device: str | torch.device | None = None
-                        ) -> "GraphTokenLM":
+                        ) -> GraphTokenLM:
         """Rebuild from `save_pretrained` output, loading the base LLM named there unless given."""
         from safetensors.torch import load_file
 
@@ -252,7 +254,9 @@ class GraphTokenLM(nn.Module):
                 raise ValueError(f"{cfg_path}: field 'base_model' is empty; pass llm= and tokenizer=")
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from qgmem.llm.hf import local_model_path  # resolves aliases such as "smollm2"
+            from qgmem.llm.hf import (
+                local_model_path,  # resolves aliases such as "smollm2"
+            )
 
             where = local_model_path(cfg["base_model"])
             if llm is None:

@@ -118,7 +118,7 @@ def parse_answer(text: str) -> tuple[str, list[str]]:
     The answer is what follows the last "Answer:" (a reply without one is taken whole, minus any
     reasoning block); labels are every [Mi] cited anywhere in the reply, first mention first.
     """
-    text = re.sub(r"<think>.*?</think>", "", text or "", flags=re.S).strip()
+    text = re.sub(r"<think>.*?</think>", "", text or "", flags=re.DOTALL).strip()
     labels = list(dict.fromkeys(_LABEL_RE.findall(text)))
     matches = list(re.finditer(r"(?im)^\W*(?:final\s+)?answer\s*[:：]\s*", text))
     if matches:
