@@ -48,6 +48,7 @@ class RetrievalBenchConfig:
     dataset: str = "locomo"  # registry name: "locomo" | "longmemeval-s"
     data_dir: str | None = None  # default $QGMEM_DATA_DIR
     categories: list[str] = field(default_factory=list)  # empty = every category
+    conversations: list[str] = field(default_factory=list)  # empty = every conversation
     dev_conversations: list[str] = field(default_factory=list)  # tuning split; also reported separately
     max_conversations: int = 0  # 0 = all (LongMemEval: one conversation per question)
     subset_seed: int = 0  # seeded choice of `max_conversations`
@@ -165,6 +166,12 @@ def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] |
 
         conversations = load_dataset_by_name(cfg.dataset, cfg.data_dir)
     convs = list(conversations)
+    if cfg.conversations:
+        wanted = set(cfg.conversations)
+        missing = wanted - {c.id for c in convs}
+        if missing:
+            raise ValueError(f"conversations {sorted(missing)} are not in {cfg.dataset}")
+        convs = [c for c in convs if c.id in wanted]
     if cfg.max_conversations and len(convs) > cfg.max_conversations:
         rng = random.Random(cfg.subset_seed)
         keep = set(rng.sample(range(len(convs)), cfg.max_conversations))
