@@ -149,6 +149,20 @@ class Answer:
     seconds: float = 0.0
     error: str | None = None  # the LLMError text when generation failed after retries
     cached: bool = False  # answered from the response cache
+    memory_truncated: bool = False  # the memory text was cut to the context budget
+
+
+def cap_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
+    """`text` cut after its `max_tokens`-th token (words and punctuation, as `count_tokens`), with a
+    visible note; (text, False) when it fits or `max_tokens` <= 0."""
+    import re
+
+    if max_tokens <= 0:
+        return text, False
+    for i, m in enumerate(re.finditer(r"\w+|[^\w\s]", text)):
+        if i == max_tokens:
+            return text[: m.start()].rstrip() + "\n(memory cut here to fit the context budget)", True
+    return text, False
 
 
 def memory_text(method: Any, wm: WorkingMemory, with_graph: bool = True) -> str:
@@ -163,34 +177,35 @@ def memory_text(method: Any, wm: WorkingMemory, with_graph: bool = True) -> str:
 
 
 def generate_answers(method: Any, batch: list[tuple[Question, WorkingMemory]], backend: ChatBackend | None,
-                     max_tokens: int = 64, with_graph: bool = True) -> list[Answer]:
+                     max_tokens: int = 64, with_graph: bool = True, max_context_tokens: int = 0) -> list[Answer]:
     """Answers for several questions at once: one `complete_many` call, so a local model batches
     the prompts and an HTTP backend sends them concurrently. Failures come back per question."""
     from qgmem.llm.base import ChatRequest
     from qgmem.model.serialize import answer_messages, parse_answer
 
     if callable(getattr(method, "answer", None)) or len(batch) <= 1:
-        return [generate_answer(method, q, wm, backend, max_tokens, with_graph) for q, wm in batch]
+        return [generate_answer(method, q, wm, backend, max_tokens, with_graph, max_context_tokens) for q, wm in batch]
     if backend is None:
         raise ValueError(f"method {getattr(method, 'name', method)!r} answers through an LLM: give an answer backend")
-    texts = [memory_text(method, wm, with_graph) for _, wm in batch]
+    capped = [cap_tokens(memory_text(method, wm, with_graph), max_context_tokens) for _, wm in batch]
+    texts = [t for t, _ in capped]
     reqs = [ChatRequest(answer_messages(q, t), 0.0, max_tokens) for (q, _), t in zip(batch, texts)]
     t0 = time.perf_counter()
     results = backend.complete_many(reqs, phase="generation")
     wall = (time.perf_counter() - t0) / len(batch)
     out: list[Answer] = []
-    for res, text in zip(results, texts):
+    for res, (text, cut) in zip(results, capped):
         if isinstance(res, LLMError):
-            out.append(Answer("", "", [], text, 0, 0, wall, error=str(res)))
+            out.append(Answer("", "", [], text, 0, 0, wall, error=str(res), memory_truncated=cut))
             continue
         ans, cited = parse_answer(res.text)
         out.append(Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, wall,
-                          cached=bool(res.cached)))
+                          cached=bool(res.cached), memory_truncated=cut))
     return out
 
 
 def generate_answer(method: Any, question: Question, wm: WorkingMemory, backend: ChatBackend | None,
-                    max_tokens: int = 64, with_graph: bool = True) -> Answer:
+                    max_tokens: int = 64, with_graph: bool = True, max_context_tokens: int = 0) -> Answer:
     """One answer. A generation call that fails after the backend's retries comes back with
     `error` set and an empty prediction: the runner counts it, it is never silently dropped."""
     from qgmem.model.serialize import answer_messages, parse_answer
@@ -203,12 +218,12 @@ def generate_answer(method: Any, question: Question, wm: WorkingMemory, backend:
         return Answer(ans, raw, cited, "", pt, ct, time.perf_counter() - t0)
     if backend is None:
         raise ValueError(f"method {getattr(method, 'name', method)!r} answers through an LLM: give an answer backend")
-    text = memory_text(method, wm, with_graph)
+    text, cut = cap_tokens(memory_text(method, wm, with_graph), max_context_tokens)
     try:
         res = backend.chat(answer_messages(question, text), temperature=0.0, max_tokens=max_tokens,
                            phase="generation")
     except LLMError as e:
-        return Answer("", "", [], text, 0, 0, time.perf_counter() - t0, error=str(e))
+        return Answer("", "", [], text, 0, 0, time.perf_counter() - t0, error=str(e), memory_truncated=cut)
     ans, cited = parse_answer(res.text)
     return Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, time.perf_counter() - t0,
-                  cached=bool(res.cached))
+                  cached=bool(res.cached), memory_truncated=cut)

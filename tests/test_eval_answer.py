@@ -74,3 +74,21 @@ def test_registry_errors_name_the_method(tmp_path):
         make_method("full-context", max_tokens=3)
     m = make_method("bm25-turns")
     assert m.name == "bm25-turns" and callable(m.activate)
+
+
+def test_memory_text_is_cut_to_the_context_budget_and_flagged(tiny_conversation):
+    from qgmem.evaluation.metrics import count_tokens
+    from qgmem.methods import cap_tokens
+
+    text, cut = cap_tokens("a b, c d e", 3)  # tokens: a b , | c d e
+    assert cut and text.startswith("a b,") and "c d" not in text and "context budget" in text
+    assert cap_tokens("a b", 3) == ("a b", False) and cap_tokens("a b c d", 0) == ("a b c d", False)
+
+    m = FullContext()
+    m.build(tiny_conversation)
+    q = tiny_conversation.questions[0]
+    with OpenAIServer(["Answer: Globex"]) as srv:
+        ans = generate_answer(m, q, m.activate(q), _backend(srv), max_context_tokens=20)
+        user = srv.requests[0]["messages"][-1]["content"]
+    assert ans.memory_truncated and count_tokens(ans.memory_text) <= 20 + 12
+    assert "(memory cut here to fit the context budget)" in user

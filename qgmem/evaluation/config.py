@@ -47,6 +47,7 @@ class CoverageConfig:
 class AnswerConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)
     max_tokens: int = 64
+    max_context_tokens: int = 0  # cut the memory text shown to the answer model (0 = never); cuts are counted
     batch_size: int = 8  # questions answered per batch (local model: one padded batch; HTTP: concurrent calls)
     with_graph: bool = True  # qgmem-text: append the local graph as triples
 

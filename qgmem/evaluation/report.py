@@ -223,7 +223,8 @@ def render_report(summary: dict[str, Any], cfg: EvalConfig, command: str | None 
                      ", ".join(f"{n}: {v}" for n, v in fails.items()) + "\n")
     trunc = {n: m["costs"]["truncated_questions"] for n, m in summary["methods"].items() if m["costs"]["truncated_questions"]}
     if trunc:
-        parts.insert(-6, "Context truncated to the token budget (oldest turns dropped) for: " +
+        parts.insert(-6, "Memory text cut to the context budget (full-context: oldest turns dropped; others: "
+                     "`answer.max_context_tokens`) for: " +
                      ", ".join(f"{n} ({v} questions)" for n, v in trunc.items()) + "\n")
     return "\n".join(p for p in parts if p is not None)
 

@@ -170,7 +170,7 @@ class Evaluator:
             ret_secs.append(time.perf_counter() - t0)
             ret_usage.append(usage_delta(before, _usage_snapshot(ab)))
         answers = generate_answers(method, activated, ab, max_tokens=cfg.answer.max_tokens,
-                                   with_graph=cfg.answer.with_graph)
+                                   with_graph=cfg.answer.with_graph, max_context_tokens=cfg.answer.max_context_tokens)
         recs: list[dict[str, Any]] = []
         for (q, wm), ans, r_s, r_u in zip(activated, answers, ret_secs, ret_usage):
             gen = {"calls": 1, "failed": int(ans.error is not None), "cached": int(ans.cached), "prompt_tokens": ans.prompt_tokens,
@@ -183,7 +183,7 @@ class Evaluator:
                                "turn_ids": list(it.turn_ids), "score": float(it.score)} for it in wm.items],
                 "turn_ids": wm.turn_ids(), "gold_turn_ids": list(q.evidence),
                 "context_tokens": count_tokens(ans.memory_text), "method_context_tokens": int(wm.context_tokens),
-                "truncated": bool(wm.meta.get("truncated", False)),
+                "truncated": bool(wm.meta.get("truncated", False)) or ans.memory_truncated,
                 "retrieval_seconds": r_s, "generation_seconds": ans.seconds,
                 "scores": answer_scores(ans.prediction, list(q.answers), str(q.category), cfg.benchmark),
                 "retrieval": _retrieval_scores(wm, q, cfg.k, turn_tokens, cfg.retrieval_token_budget),

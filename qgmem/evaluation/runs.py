@@ -28,6 +28,7 @@ CONFIG = "config.yaml"
 # (batch sizes, concurrency, timeouts, output_dir may change between the interrupted and the resumed run)
 RESUME_KEYS = ("benchmark", "data_dir", "data_options", "subset", "methods", "method_options", "k",
                "answer.llm.backend", "answer.llm.model", "answer.llm.base_url", "answer.max_tokens", "answer.with_graph",
+               "answer.max_context_tokens",
                "judge.enabled", "judge.llm.backend", "judge.llm.model", "judge.repeats", "coverage")
 
 
