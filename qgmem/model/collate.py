@@ -125,12 +125,13 @@ class GraphTokenCollator:
         pre, post = self._render(ex.question, memory)
         total = len(pre) + self.num_graph_tokens + len(post) + len(ans)
         truncated = False
-        for _ in range(4):
+        for attempt in range(5):
             if total <= self.max_length:
                 break
             truncated = True
             mem_ids = self.tok(memory, add_special_tokens=False)["input_ids"]
-            keep = max(len(mem_ids) - (total - self.max_length) - 8, 0)
+            # decode -> re-encode can change the count slightly; the last attempt drops the memory text
+            keep = max(len(mem_ids) - (total - self.max_length) - 8 * (attempt + 1), 0) if attempt < 4 else 0
             memory = (self.tok.decode(mem_ids[:keep], skip_special_tokens=True) + " ...") if keep else "..."
             pre, post = self._render(ex.question, memory)
             total = len(pre) + self.num_graph_tokens + len(post) + len(ans)
