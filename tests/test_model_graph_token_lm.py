@@ -114,8 +114,9 @@ def test_save_load_roundtrip_identical_logits(arch: str, tmp_path) -> None:
         assert torch.equal(lm2(batch).logits, ref)
 
 
-def test_save_load_with_lora_roundtrip(tmp_path) -> None:
-    lm = make_lm("qwen3", lora={"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+@pytest.mark.parametrize("arch", ARCHS)
+def test_save_load_with_lora_roundtrip(arch: str, tmp_path) -> None:
+    lm = make_lm(arch, lora={"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]})
     base = {n: p.detach().clone() for n, p in lm.llm.named_parameters() if "lora_" not in n}
     lora_before = {n: p.detach().clone() for n, p in lm.llm.named_parameters() if "lora_" in n}
     assert lora_before and all(p.requires_grad for n, p in lm.llm.named_parameters() if "lora_" in n)
@@ -135,8 +136,9 @@ def test_save_load_with_lora_roundtrip(tmp_path) -> None:
     with torch.no_grad():
         ref = lm(batch).logits
     lm.save_pretrained(tmp_path / "ckpt")
-    llm2, tok2 = make_tiny("qwen3", seed=0)
+    llm2, tok2 = make_tiny(arch, seed=0)
     lm2 = GraphTokenLM.from_pretrained(tmp_path / "ckpt", llm=llm2, tokenizer=tok2).eval()
+    assert lm2.lora == lm.lora
     with torch.no_grad():
         assert torch.allclose(lm2(batch).logits, ref, atol=1e-6)
 
