@@ -88,7 +88,7 @@ def test_embedder_shape_errors_are_clear() -> None:
         build_local_graph(wm_of([unit(1, "a", "b", "c")]), lambda t: np.zeros((1, 4), np.float32))
 
 
-def test_real_sentence_embedder_features(tiny_conversation) -> None:
+def test_real_sentence_embedder_features() -> None:
     from qgmem.embed import get_embedder
 
     emb = get_embedder()
