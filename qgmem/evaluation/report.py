@@ -167,8 +167,9 @@ def cost_table(summary: dict[str, Any]) -> str:
     for name, m in summary["methods"].items():
         for phase in ("construction", "retrieval", "generation", "judge"):
             d = m["costs"]["llm"].get(phase, {})
-            lines.append(f"| {name} | {phase} | {d.get('calls', 0)} | {d.get('failed', 0)} | {d.get('cached', 0)} | "
-                         f"{d.get('prompt_tokens', 0)} | {d.get('completion_tokens', 0)} | {d.get('seconds', 0.0):.1f} |")
+            n = {k: int(round(d.get(k, 0))) for k in ("calls", "failed", "cached", "prompt_tokens", "completion_tokens")}
+            lines.append(f"| {name} | {phase} | {n['calls']} | {n['failed']} | {n['cached']} | "
+                         f"{n['prompt_tokens']} | {n['completion_tokens']} | {d.get('seconds', 0.0):.1f} |")
     lines.append("")
     lines.append("| method | build seconds (all convs) | retrieval s/question | generation s/question | "
                  "context tokens/question (mean, max) | truncated questions |")
@@ -185,8 +186,9 @@ def render_report(summary: dict[str, Any], cfg: EvalConfig, command: str | None 
     j = summary["judge"]
     judge_line = (f"LLM judge: {j['backend']}:{j['model']}, temperature 0, {j['repeats']} run(s) per question, "
                   "mean ± std over runs; FAILED judgements are excluded from the mean and counted."
-                  if j["enabled"] else "LLM judge: **off** in this run (the CPU answer model SmolLM2-135M is no judge); "
-                                       "only F1 and BLEU-1 are reported.")
+                  if j["enabled"] else "LLM judge: **off** in this run, so only F1 and BLEU-1 are reported (the CPU "
+                                       "default has no capable judge: SmolLM2-135M is no judge; set judge.enabled "
+                                       "with an API or vLLM model).")
     parts = [
         f"# Evaluation: {summary['benchmark']} ({', '.join(summary['methods'])})",
         "",
