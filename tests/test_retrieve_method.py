@@ -191,3 +191,18 @@ def test_build_through_store_caches_units_and_embeddings(tiny_conversation, tmp_
         r2.build(tiny_conversation)  # loads, does not extract again
         assert len(st.units("c1")) == n_units
         assert r2.activate(tiny_conversation.questions[0], k=5).turn_ids() == wm.turn_ids()
+
+
+def test_long_traces_render_a_compact_trajectory(tiny_conversation):
+    from qgmem.retrieve.documents import UnitTexts
+
+    units = [U(f"v{i}", "D1:4", "Bob", f"Bob is reading book {i}.", "Bob", "is reading", f"book {i}",
+               superseded=i < 7, trace="tb") for i in range(8)]
+    tr = MemoryTrace("tb", "c1", "Bob", "is reading", [u.id for u in units], ["origin"] + ["update"] * 7, "v7")
+    texts = UnitTexts(tiny_conversation, units, [tr])
+    lines = texts.trajectory(units[2])
+    assert len(lines) == 4
+    assert any("(this memory)" in x and "book 2" in x for x in lines)
+    assert any("current" in x and "book 7" in x for x in lines)
+    assert [x for x in lines if "book 1" in x or "book 3" in x]  # its neighbours in the trace
+    assert all("superseded" in x for x in lines if "book 7" not in x)

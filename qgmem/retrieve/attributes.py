@@ -47,12 +47,15 @@ class _NameIndex:
         self.idf = np.asarray([math.log(1 + n / len(p)) for p in postings], dtype=np.float32)
         self.matrix = encode(self.vocab) if self.vocab else np.zeros((0, 1), dtype=np.float32)
 
-    def match(self, qvec: np.ndarray, threshold: float) -> list[tuple[int, float]]:
-        """(vocab id, similarity) of names at or above the threshold."""
+    def match(self, qvec: np.ndarray, threshold: float, max_df: int | None = None) -> list[tuple[int, float]]:
+        """(vocab id, similarity) of names at or above the threshold, leaving out names in more than
+        `max_df` units (a speaker named in most of the memory is no constraint)."""
         if not self.vocab:
             return []
         sims = matvec(self.matrix, qvec)
         hits = np.nonzero(sims >= threshold)[0]
+        if max_df is not None:
+            hits = [j for j in hits if len(self.postings[j]) <= max_df]
         return [(int(j), float(sims[j])) for j in hits]
 
 
@@ -77,10 +80,11 @@ class AttributeIndex:
         self._end = np.asarray(ends, dtype=np.int64)
         self._tw = np.asarray(weights, dtype=np.float32)
 
-    def _names(self, idx: _NameIndex, qvecs: list[np.ndarray], threshold: float, scores: dict[int, float]) -> None:
+    def _names(self, idx: _NameIndex, qvecs: list[np.ndarray], threshold: float, scores: dict[int, float],
+               max_df: int | None) -> None:
         for qv in qvecs:
             best: dict[int, float] = {}
-            for j, sim in idx.match(qv, threshold):
+            for j, sim in idx.match(qv, threshold, max_df):
                 w = sim * float(idx.idf[j])
                 for row in idx.postings[j]:
                     r = int(row)
@@ -91,14 +95,15 @@ class AttributeIndex:
 
     def search(self, c: QueryConstraints, entity_vecs: list[np.ndarray], location_vec: np.ndarray | None,
                threshold: float, n: int, tie_break: Callable[[np.ndarray], np.ndarray] | None = None,
-               max_matches: int = 2000) -> list[tuple[int, float]]:
+               max_matches: int = 2000, max_df_share: float = 1.0) -> list[tuple[int, float]]:
         """Top-n (unit row, attribute score); an empty list when no constraint matches anything."""
         if not self.n or n <= 0:
             return []
         scores: dict[int, float] = {}
-        self._names(self.entities, entity_vecs, threshold, scores)
+        max_df = max(1, int(max_df_share * self.n)) if max_df_share < 1.0 else None
+        self._names(self.entities, entity_vecs, threshold, scores, max_df)
         if location_vec is not None:
-            self._names(self.locations, [location_vec], threshold, scores)
+            self._names(self.locations, [location_vec], threshold, scores, max_df)
         qs, qe = _ordinal(c.time_start), _ordinal(c.time_end or c.time_start)
         if qs is not None and qe is not None:
             hi = int(np.searchsorted(self._start_sorted, qe, side="right"))

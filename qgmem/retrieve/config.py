@@ -31,6 +31,7 @@ class RetrievalConfig:
     k: int = 10
     attr_threshold: float = 0.60  # entity/location dense-similarity threshold (paper)
     attr_time_fallback_utterance: bool = True  # units without a fact time match on their utterance time
+    attr_max_df_share: float = 1.0  # names found in more than this share of units are no constraint
     attr_max_matches: int = 2000  # cap on units an attribute channel scores per query
     query_parser: str = "rule"  # "rule" | "llm"
     llm: LLMConfig = field(default_factory=LLMConfig)  # used by the LLM query parser and the chat reranker

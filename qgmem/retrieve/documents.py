@@ -57,13 +57,22 @@ class UnitTexts:
                 parts.append(ctx)
         return "\n".join(parts)
 
-    def trajectory(self, u: AtomicUnit) -> list[str]:
-        """Other states of the unit's trace in memory order, each tagged with its role and status."""
+    def trajectory(self, u: AtomicUnit, max_states: int = 4) -> list[str]:
+        """States of the unit's trace in memory order, each tagged with its role and status: the unit, its
+        neighbours in the trace and the latest state (at most `max_states`, so long traces stay compact)."""
         tr = self.trace_of.get(u.id)
         if tr is None or len(tr.unit_ids) < 2:
             return []
+        pos = tr.unit_ids.index(u.id) if u.id in tr.unit_ids else 0
+        keep = {pos, tr.unit_ids.index(tr.latest_unit_id) if tr.latest_unit_id in tr.unit_ids else len(tr.unit_ids) - 1}
+        for d in (-1, 1, -2, 2, -3, 3):
+            if len(keep) >= max_states:
+                break
+            if 0 <= pos + d < len(tr.unit_ids):
+                keep.add(pos + d)
         out = []
-        for uid, role in zip(tr.unit_ids, tr.roles):
+        for i in sorted(keep):
+            uid, role = tr.unit_ids[i], tr.roles[i]
             v = self.units.get(uid)
             if v is None:
                 continue

@@ -227,7 +227,8 @@ class QGMemRetriever:
             loc_vec = qv[1 + ne] if c.location else None
             tie: Callable[[np.ndarray], np.ndarray] = lambda rows: idx.dense.scores_for(qv[0], rows)
             out["attribute"] = [i for i, _ in idx.attributes.search(
-                c, ent_vecs, loc_vec, cfg.attr_threshold, cfg.channel_depth, tie, cfg.attr_max_matches)]
+                c, ent_vecs, loc_vec, cfg.attr_threshold, cfg.channel_depth, tie, cfg.attr_max_matches,
+                cfg.attr_max_df_share)]
         return out
 
     def _expand_traces(self, idx: _ConvIndex, pool: list[tuple[int, float]]) -> list[tuple[int, float]]:
