@@ -2,8 +2,7 @@
 
     pipe = MemoryPipeline.from_pretrained("checkpoints/smollm2_cpu/best")   # graph token + frozen LM
     pipe = MemoryPipeline.from_pretrained(None, llm=make_backend(cfg))      # any ChatBackend, text only
-    pipe.add(conversation_or_sessions, namespace="alice")
-    ans = pipe.answer("Where does Alice work now?", namespace="alice")
+    ans = pipe.add(conversation_or_sessions, namespace="alice").answer("Where does Alice work now?")
     ans.text, ans.cited_labels, ans.working_memory
 
 With a checkpoint, the working memory is built with the same retrieval and graph settings the
@@ -103,8 +102,9 @@ class MemoryPipeline:
                    system=extra.get("system"))
 
     # -- memory -----------------------------------------------------------------------------
-    def add(self, conversation: Conversation | list[Session], namespace: str | None = None) -> str:
-        """Add a conversation (or more sessions of one) to `namespace`; returns the namespace.
+    def add(self, conversation: Conversation | list[Session], namespace: str | None = None) -> "MemoryPipeline":
+        """Add a conversation (or more sessions of one) to `namespace` (default: the conversation id,
+        or "default" for a list of sessions); returns the pipeline, so calls chain.
 
         Sessions already in the namespace (same id) are kept as they are; new ones are built
         incrementally (new windows only).
@@ -130,7 +130,7 @@ class MemoryPipeline:
                                      llm=self.llm if self.retrieval.extractor == "llm" else None, store=self.store)
         self.retriever.index_units(conv, units, traces, namespace=ns)
         self._conversations[ns] = conv
-        return ns
+        return self
 
     def namespaces(self) -> list[str]:
         return sorted(self._conversations)

@@ -387,6 +387,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_lambda(s, o.warmup_steps, total_steps, o.min_lr_ratio))
     model, optimizer = accelerator.prepare(model, optimizer)
+    # save_state would write the whole model (the frozen LLM too: 16 GB for an 8B model) at every
+    # checkpoint; the trainable weights go to trainable.safetensors instead (see _save_last/_load_last)
+    accelerator.register_save_state_pre_hook(lambda models, weights, output_dir: weights.clear())
+    accelerator.register_load_state_pre_hook(lambda models, input_dir: models.clear())
     # stepped by hand once per optimizer step (accelerate would step it num_processes times)
     accelerator.register_for_checkpointing(scheduler)
 

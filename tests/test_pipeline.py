@@ -45,8 +45,8 @@ def tiny_checkpoint(tmp_path):
 def test_checkpoint_round_trip(tiny_checkpoint, tiny_conversation, tmp_path):
     pipe = MemoryPipeline.from_pretrained(tiny_checkpoint, store_dir=tmp_path / "store", max_new_tokens=6)
     assert pipe.model is not None and pipe.k == 4 and pipe.max_length == 400  # settings from the checkpoint
-    assert pipe.add(tiny_conversation, namespace="alice") == "alice"
-    ans = pipe.answer("Where does Alice work now?", namespace="alice")
+    ans = pipe.add(tiny_conversation, namespace="alice").answer("Where does Alice work now?", namespace="alice")
+    assert pipe.namespaces() == ["alice"]
     assert isinstance(ans, Answer) and ans.raw
     labels = {it.label for it in ans.working_memory.items}
     assert 0 < len(labels) <= 4

@@ -125,6 +125,9 @@ def test_kill_and_resume_matches_uninterrupted(tiny_setup, tmp_path):
     assert stopped == {"stopped_at": 7}
     state = json.loads((tmp_path / "killed" / "last" / "trainer_state.json").read_text())
     assert state["step"] == 6  # the last save before the "kill"; step 7 is lost and redone
+    # the resume state holds the trainable weights only, never a copy of the frozen LLM
+    saved = {p.name for p in (tmp_path / "killed" / "last").iterdir()}
+    assert "trainable.safetensors" in saved and "optimizer.bin" in saved and "model.safetensors" not in saved
     from accelerate.state import AcceleratorState, GradientState
 
     AcceleratorState._reset_state(True)
