@@ -79,6 +79,9 @@ class AttributeIndex:
         self._start_sorted = start[self._order]
         self._end = np.asarray(ends, dtype=np.int64)
         self._tw = np.asarray(weights, dtype=np.float32)
+        dated = self._tw > 0
+        # the longest unit interval bounds how far before the query start an overlapping unit can begin
+        self._max_len = int((self._end[dated] - start[dated]).max()) if dated.any() else 0
 
     def _names(self, idx: _NameIndex, qvecs: list[np.ndarray], threshold: float, scores: dict[int, float],
                max_df: int | None) -> None:
@@ -106,8 +109,9 @@ class AttributeIndex:
             self._names(self.locations, [location_vec], threshold, scores, max_df)
         qs, qe = _ordinal(c.time_start), _ordinal(c.time_end or c.time_start)
         if qs is not None and qe is not None:
+            lo = int(np.searchsorted(self._start_sorted, qs - self._max_len, side="left"))
             hi = int(np.searchsorted(self._start_sorted, qe, side="right"))
-            cand = self._order[:hi]
+            cand = self._order[lo:hi]
             ok = cand[(self._end[cand] >= qs) & (self._tw[cand] > 0)]
             for r in ok:
                 scores[int(r)] = scores.get(int(r), 0.0) + float(self._tw[r]) * 2.0
