@@ -189,3 +189,16 @@ def test_shuffled_graphs_is_a_derangement():
     assert all(s.graph is not e.graph for s, e in zip(sh, exs))
     assert {id(s.graph) for s in sh} == {id(e.graph) for e in exs}
     assert [id(s.graph) for s in shuffled_graphs(exs, seed=3)] == [id(s.graph) for s in sh]
+
+
+def test_lora_option_trains_adapters_only(tiny_setup, tmp_path):
+    llm_dir, prepared = tiny_setup
+    out = tmp_path / "lora"
+    rep = train(_cfg(llm_dir, prepared, out, "optim.max_steps=2", "eval.test=false", "model.lora.enabled=true",
+                     "model.lora.r=4", "model.lora.target_modules=[q_proj,v_proj]"))
+    assert rep["steps"] == 2
+    names = set(load_file(str(out / "best" / "model.safetensors")))
+    lora = {n for n in names if "lora_" in n}
+    assert lora and all(("q_proj" in n or "v_proj" in n) for n in lora)
+    assert names - lora and all(n.startswith("graph_encoder.") for n in names - lora)
+    assert json.loads((out / "best" / "qgmem_config.json").read_text())["lora"]["r"] == 4
