@@ -51,10 +51,11 @@ def test_qgmem_with_smollm2_reranker_and_llm_query_parser(tiny_conversation, smo
 
     from test_retrieve_method import units_and_traces
 
-    llm = make_backend(LLMConfig(backend="hf", model="smollm2", cache=False, max_new_tokens=96))
+    llm = make_backend(LLMConfig(backend="hf", model="smollm2", cache=False, max_new_tokens=64 if REDUCED else 128))
     top_n = 4 if REDUCED else 9
     cfg = RetrievalConfig(query_parser="llm", rerank=RerankConfig(kind="llm", model="smollm2", top_n=top_n))
     r = QGMemRetriever(None, cfg, llm=llm, reranker=smol_reranker)
+    r.parser.max_tokens = 64 if REDUCED else 160
     units, traces = units_and_traces()
     r.index_units(tiny_conversation, units, traces)
     q = tiny_conversation.questions[1]  # When did Alice visit Paris?
