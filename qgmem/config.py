@@ -86,18 +86,24 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A YAML mapping from `path`; a missing file or a non-mapping top level is a ConfigError."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"config file not found: {p}")
+    data = yaml.safe_load(p.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: top level must be a mapping")
+    return data
+
+
 def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
     """Read YAML at `path` (optional), apply overrides, build `cls`."""
     data: dict[str, Any] = {}
     where = "config"
     if path is not None:
-        p = Path(path)
-        if not p.exists():
-            raise ConfigError(f"config file not found: {p}")
-        data = yaml.safe_load(p.read_text()) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"{p}: top level must be a mapping")
-        where = str(p)
+        data = read_yaml(path)
+        where = str(path)
     apply_overrides(data, list(overrides or []))
     return from_dict(cls, data, where)
 

@@ -23,17 +23,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import random
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-import numpy as np
 
-from qgmem.config import ConfigError, from_dict, load_config, apply_overrides, to_dict
+from qgmem.config import ConfigError, apply_overrides, from_dict, load_config, read_yaml, to_dict
 from qgmem.graph.local_graph import GraphConfig, build_local_graph, feature_dims
 from qgmem.io import append_jsonl, atomic_write_json, read_jsonl
 from qgmem.retrieve.config import RetrievalConfig
@@ -388,16 +386,10 @@ def config_from_file(path: str | None, overrides: list[str]) -> tuple[PrepareCon
 
     Returns the config and, for a train YAML, its ``data.dir`` (the default output dir).
     """
-    import yaml
-
     if path is None:
         return load_config(PrepareConfig, None, overrides), None
     p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"config file not found: {p}")
-    data = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: top level must be a mapping")
+    data = read_yaml(p)
     if "data" in data:  # a train config: data.prepare is the PrepareConfig, data.dir the output
         section = dict((data.get("data") or {}).get("prepare") or {})
         apply_overrides(section, overrides)

@@ -12,10 +12,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from qgmem.io import atomic_open
 from qgmem.types import (
     AtomicUnit,
     Conversation,
@@ -196,16 +195,8 @@ class MemoryStore:
         if matrix.ndim != 2 or matrix.shape[0] != len(ids):
             raise StoreError(f"embeddings {ns!r}/{kind!r}: matrix shape {matrix.shape} does not match {len(ids)} ids")
         path = self._emb_file(ns, kind)
-        fd, tmp = tempfile.mkstemp(dir=self.emb_dir, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.save(f, matrix)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_open(path, "wb") as f:
+            np.save(f, matrix)
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (ns, kind, model, path.name, json.dumps(list(ids)), matrix.shape[0], matrix.shape[1]))

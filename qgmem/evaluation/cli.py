@@ -9,11 +9,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
-import yaml
 
-from qgmem.config import ConfigError, apply_overrides, load_config
+from qgmem.config import ConfigError, apply_overrides, load_config, read_yaml
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,12 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def task_of(config: str, overrides: list[str]) -> str:
     """The `task` the YAML (after overrides) asks for: "qa" unless it says "retrieval"."""
-    p = Path(config)
-    if not p.exists():
-        raise ConfigError(f"config file not found: {p}")
-    data = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: top level must be a mapping")
+    data = read_yaml(config)
     apply_overrides(data, [o for o in overrides if o.split("=", 1)[0].strip() == "task"])
     return str(data.get("task", "qa"))
 
