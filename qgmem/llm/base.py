@@ -108,10 +108,14 @@ class ChatBackend(ABC):
         req = ChatRequest(list(messages), temperature, max_tokens, json_mode, stop)
         return self.complete(req, phase=phase)
 
+    def _complete_in_phase(self, request: ChatRequest, phase: str) -> ChatResult:
+        """Wrappers that pass the phase on to an inner backend override this; others need not."""
+        return self._complete(request)
+
     def complete(self, request: ChatRequest, phase: str = "default") -> ChatResult:
         t0 = time.perf_counter()
         try:
-            res = self._complete(request)
+            res = self._complete_in_phase(request, phase)
         except LLMError:
             self.usage.record(phase, None, time.perf_counter() - t0, failed=True)
             raise

@@ -108,9 +108,9 @@ class CachedBackend(ChatBackend):
 
     # -- ChatBackend ------------------------------------------------------------------------
     def _complete(self, request: ChatRequest) -> ChatResult:
-        return self._one(request, "default")
+        return self._complete_in_phase(request, "default")
 
-    def _one(self, request: ChatRequest, phase: str) -> ChatResult:
+    def _complete_in_phase(self, request: ChatRequest, phase: str) -> ChatResult:
         use = self.cacheable(request)
         if use:
             hit = self.lookup(request)
@@ -121,16 +121,6 @@ class CachedBackend(ChatBackend):
         res = self.inner.complete(request, phase=phase)  # LLMError propagates, nothing cached
         if use:
             self.store(request, res)
-        return res
-
-    def complete(self, request: ChatRequest, phase: str = "default") -> ChatResult:
-        t0 = time.perf_counter()
-        try:
-            res = self._one(request, phase)
-        except LLMError:
-            self.usage.record(phase, None, time.perf_counter() - t0, failed=True)
-            raise
-        self.usage.record(phase, res, res.seconds if res.cached else time.perf_counter() - t0)
         return res
 
     def complete_many(self, requests: list[ChatRequest], phase: str = "default") -> list[ChatResult | LLMError]:
