@@ -75,3 +75,20 @@ def test_offline_hub_data_set_names_the_local_folder(tmp_path, capsys, monkeypat
     assert main(["data", "stats", "factconsolidation-sh", "--data-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"put it under {tmp_path}/memoryagentbench/" in err and "Conflict_Resolution" in err
+
+
+def test_conversations_json_errors_name_file_and_record(tmp_path, tiny_conversation):
+    import dataclasses
+
+    from qgmem.data.errors import DataError
+    from qgmem.data.registry import load_conversations_json, select_conversations
+
+    p = tmp_path / "convs.json"
+    p.write_text(json.dumps([dataclasses.asdict(tiny_conversation), {"id": "broken"}]))
+    with pytest.raises(DataError, match=r"convs\.json: conversation \[1\]"):
+        load_conversations_json(p)
+    p.write_text(json.dumps(dataclasses.asdict(tiny_conversation)))
+    (conv,) = load_conversations_json(p)
+    assert conv.turns()[0].text == tiny_conversation.turns()[0].text
+    with pytest.raises(ValueError, match="unknown conversation id"):
+        select_conversations([conv], ["nope"])

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text
-from ..types import Conversation, conversation_from_dict
+from ..types import Conversation
 from tqdm import tqdm
 
 from .config import AnchorMemConfig
@@ -44,26 +43,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load_conversations(args: argparse.Namespace) -> list[Conversation]:
+    from ..data.registry import load_conversations_json, select_conversations
+
     if args.conversation_json is not None:
-        path = Path(args.conversation_json)
-        data = json.loads(path.read_text(encoding="utf-8"))
-        items = data if isinstance(data, list) else [data]
-        convs = []
-        for i, d in enumerate(items):
-            try:
-                convs.append(conversation_from_dict(d))
-            except (KeyError, TypeError) as e:
-                raise ValueError(f"{path}: conversation [{i}] is malformed: {e!r}") from e
+        convs = load_conversations_json(args.conversation_json)
     else:
         from ..data.locomo import load_locomo
 
         convs = load_locomo()
-    if args.conversations:
-        known = {c.id for c in convs}
-        missing = [c for c in args.conversations if c not in known]
-        if missing:
-            raise ValueError(f"unknown conversation id(s) {missing}; known: {sorted(known)[:12]}")
-        convs = [c for c in convs if c.id in set(args.conversations)]
+    convs = select_conversations(convs, args.conversations)
     if args.max_conversations is not None:
         convs = convs[: args.max_conversations]
     if args.max_sessions is not None:

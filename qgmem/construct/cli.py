@@ -8,7 +8,6 @@ failed windows, LLM calls, tokens, seconds), also written to `<store>/build_repo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from qgmem.config import apply_overrides, from_dict, to_dict
 from qgmem.construct import BuildConfig, BuildReport, build_memory, conversation_windows
 from qgmem.io import atomic_write_json
-from qgmem.types import Conversation, conversation_from_dict
+from qgmem.types import Conversation
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,27 +65,16 @@ def make_config(args: argparse.Namespace) -> BuildConfig:
 
 
 def load_conversations(args: argparse.Namespace) -> list[Conversation]:
-    if args.input:
-        path = Path(args.input)
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(raw, list):
-            raise SystemExit(f"qgmem build: {path}: expected a JSON list of conversations")
-        convs = []
-        for i, d in enumerate(raw):
-            try:
-                convs.append(conversation_from_dict(d))
-            except (KeyError, TypeError) as e:
-                raise SystemExit(f"qgmem build: {path}: conversation [{i}]: bad or missing field: {e}") from None
-    else:
-        from qgmem.data.registry import load_dataset_by_name
+    from qgmem.data.registry import load_conversations_json, load_dataset_by_name, select_conversations
 
-        convs = load_dataset_by_name(args.dataset, data_dir=args.data_dir, download=False)
-    if args.conversations:
-        known = {c.id for c in convs}
-        unknown = [c for c in args.conversations if c not in known]
-        if unknown:
-            raise SystemExit(f"qgmem build: unknown conversation id(s) {unknown}; known: {sorted(known)[:20]}")
-        convs = [c for c in convs if c.id in set(args.conversations)]
+    try:
+        if args.input:
+            convs = load_conversations_json(args.input)
+        else:
+            convs = load_dataset_by_name(args.dataset, data_dir=args.data_dir, download=False)
+        convs = select_conversations(convs, args.conversations)
+    except ValueError as e:  # DataError (file, record, field) or an unknown id
+        raise SystemExit(f"qgmem build: {e}") from None
     if args.limit_sessions:
         for c in convs:
             c.sessions = c.sessions[: args.limit_sessions]

@@ -8,6 +8,8 @@ exist, else from the HF hub through `datasets`.
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import Any, Callable
 
@@ -107,3 +109,30 @@ def load_dataset_by_name(name: str, data_dir: str | Path | None = None, download
     limit = kw.pop("limit", None) if key not in _STREAMING else None
     convs = _LOADERS[key](root, download, **kw)
     return convs[:limit] if limit is not None else convs
+
+
+def load_conversations_json(path: str | Path) -> list[Conversation]:
+    """Conversations saved as JSON (one object or a list, in the shape of `qgmem.types`)."""
+    from ..types import conversation_from_dict
+
+    path = Path(path)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    items = raw if isinstance(raw, list) else [raw]
+    convs = []
+    for i, d in enumerate(items):
+        try:
+            convs.append(conversation_from_dict(d))
+        except (KeyError, TypeError) as e:
+            raise DataError(path, f"conversation [{i}]", f"bad or missing field: {e}") from None
+    return convs
+
+
+def select_conversations(convs: list[Conversation], ids: list[str] | None) -> list[Conversation]:
+    """The conversations named by `ids` (all when None); an unknown id is an error listing the known ones."""
+    if not ids:
+        return convs
+    known = {c.id for c in convs}
+    unknown = [c for c in ids if c not in known]
+    if unknown:
+        raise ValueError(f"unknown conversation id(s) {unknown}; known: {sorted(known)[:20]}")
+    return [c for c in convs if c.id in set(ids)]
