@@ -33,7 +33,8 @@ class Embedder:
         self.name = model
         self.batch_size = batch_size
         self.model = SentenceTransformer(resolve_model(model), device=device or "cpu")
-        self.dim = int(self.model.get_sentence_embedding_dimension())
+        dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(dim_of())
 
     def encode(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
         if not texts:
