@@ -55,3 +55,14 @@ def tiny_conversation() -> Conversation:
         Question("q3", "What is Bob reading?", ["Foundation"], "1", evidence=["D1:4", "D2:2"], conversation_id="c1"),
     ]
     return Conversation(id="c1", sessions=[s1, s2], questions=qs, speakers=["Alice", "Bob"])
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run fastest single-threaded, above all on a shared CPU; the count is restored afterwards."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -4,36 +4,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
-import re
 
 import numpy as np
 import pytest
+from hash_embedder import HashEmbedder
 
 from qgmem.construct import BuildConfig, BuildReport, build_memory, conversation_windows
 from qgmem.construct.rule import RuleExtractor
 from qgmem.construct.traces import TraceConfig
 from qgmem.store import MemoryStore
 from qgmem.types import Conversation, Session, Turn
-
-
-class HashEmbedder:
-    """A deterministic bag-of-words embedder (hashed, L2-normalised): fast and content-sensitive."""
-
-    name = "hash-bow"
-    dim = 256
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def encode(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
-        self.calls += len(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        n = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(n == 0, 1, n)
 
 
 class CrashAfter(RuleExtractor):

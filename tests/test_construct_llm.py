@@ -4,12 +4,11 @@ the HTTP backend against the local test server (malformed JSON, 429, 500, timeou
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 
-import numpy as np
 import pytest
+from hash_embedder import HashEmbedder
 from openai_server import OpenAIServer
 
 from qgmem.construct import BuildConfig, BuildReport, build_memory
@@ -18,19 +17,6 @@ from qgmem.construct.llm_extract import validate_unit
 from qgmem.construct.windows import make_windows
 from qgmem.llm import ScriptedBackend
 from qgmem.store import MemoryStore
-
-
-class HashEmbedder:
-    name = "hash-bow"
-    dim = 128
-
-    def encode(self, texts, show_progress=False):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        n = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(n == 0, 1, n)
 
 
 def _unit(claim, first, last=None, **kw):
@@ -80,7 +66,7 @@ def test_extraction_repairs_rejects_and_reasks(tmp_path, tiny_conversation) -> N
     report = BuildReport()
     cfg = BuildConfig(extractor="llm", consolidation="rule")
     units, _ = build_memory(tiny_conversation, "llm", llm=backend, store=store, config=cfg,
-                            embedder=HashEmbedder(), report=report)
+                            embedder=HashEmbedder(dim=128), report=report)
     assert [u.text for u in units] == [
         "Alice started a job at Acme Corp as a data analyst.",
         "Bob went hiking in Yosemite with his sister Carol on 7 May 2023.",
@@ -108,7 +94,7 @@ def test_failed_window_is_recorded_then_retried(tmp_path, tiny_conversation) -> 
     store = MemoryStore(tmp_path)
     report = BuildReport()
     cfg = BuildConfig(extractor="llm", consolidation="rule")
-    build_memory(tiny_conversation, "llm", llm=bad, store=store, config=cfg, embedder=HashEmbedder(), report=report)
+    build_memory(tiny_conversation, "llm", llm=bad, store=store, config=cfg, embedder=HashEmbedder(dim=128), report=report)
     assert report.phases["extraction"].failed_windows == 1
     assert {f["key"] for f in report.failures} == {"extract:S2#w0", "reject:S1#w1"}
     fail = {f["key"]: f for f in store.failures("c1")}["extract:S2#w0"]
@@ -117,7 +103,7 @@ def test_failed_window_is_recorded_then_retried(tmp_path, tiny_conversation) -> 
     assert all(u.session_id == "S1" for u in store.units("c1"))
     # the next run retries only that window and clears its failure
     good = ScriptedBackend(lambda req: GOOD[_window_of(req.messages[0]["content"])])
-    units, _ = build_memory(tiny_conversation, "llm", llm=good, store=store, config=cfg, embedder=HashEmbedder())
+    units, _ = build_memory(tiny_conversation, "llm", llm=good, store=store, config=cfg, embedder=HashEmbedder(dim=128))
     assert len(good.requests) == 1 and [u.session_id for u in units].count("S2") == 2
     assert [f["key"] for f in store.failures("c1")] == ["reject:S1#w1"]
 
@@ -149,7 +135,7 @@ def test_llm_consolidation_roles_and_fallback(tmp_path, tiny_conversation) -> No
     store = MemoryStore(tmp_path)
     report = BuildReport()
     units, traces = build_memory(tiny_conversation, "llm", llm=ScriptedBackend(reply), store=store,
-                                 config=BuildConfig(extractor="llm"), embedder=HashEmbedder(), report=report)
+                                 config=BuildConfig(extractor="llm"), embedder=HashEmbedder(dim=128), report=report)
     (t,) = [t for t in traces if t.subject == "Alice" and "Alice now works at Globex as a manager." in
             [u.text for u in units if u.id in t.unit_ids]]
     by = {u.id: u for u in units}
@@ -204,7 +190,7 @@ def test_http_backend_failures_counted_in_build_table(tmp_path, tiny_conversatio
         cfg = BuildConfig(extractor="llm", consolidation="rule", llm=LLMConfig(
             backend="openai", model="test-model", base_url=srv.base_url, max_retries=1, timeout_s=0.5,
             backoff_base_s=0.01, backoff_max_s=0.02, cache=False, max_concurrency=4))
-        build_memory(conv, "llm", llm=make_backend(cfg.llm), store=store, config=cfg, embedder=HashEmbedder(),
+        build_memory(conv, "llm", llm=make_backend(cfg.llm), store=store, config=cfg, embedder=HashEmbedder(dim=128),
                      report=report)
         assert srv.max_in_flight >= 2  # windows ran concurrently
     ex = report.phases["extraction"]

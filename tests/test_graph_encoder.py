@@ -9,12 +9,7 @@ from torch_geometric.data import Batch, Data
 from qgmem.graph import EncoderConfig, GraphTokenEncoder
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 CFG = EncoderConfig(node_dim=8, edge_dim=6, hidden=16, heads=4, layers=2, dropout=0.0, num_graph_tokens=3,

@@ -30,13 +30,7 @@ def hash_embed(texts: list[str]) -> np.ndarray:
 GCFG = GraphConfig(max_edges=10)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest single-threaded, above all on a shared CPU; restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 NODE_DIM, EDGE_DIM = feature_dims(GCFG, DIM)
 
 

@@ -29,12 +29,7 @@ STEPS, BATCH, LR = 100, 16, 1e-2
 FIRST_LOSS = {"qwen3": 6.2941, "llama": 6.3285}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make_example(item: int, colour: str) -> GraphExample:

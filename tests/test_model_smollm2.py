@@ -33,12 +33,6 @@ def examples(conv: Conversation, embed) -> list[GraphExample]:
     return out
 
 
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # on a shared CPU a second thread mostly waits
-    yield
-    torch.set_num_threads(n)
 
 
 def test_smollm2_graph_token_lm_end_to_end(tiny_conversation, tmp_path, one_thread) -> None:
