@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-import torch
 
 from qgmem.config import to_dict
 from qgmem.graph.encoder import EncoderConfig
@@ -18,12 +17,7 @@ from qgmem.types import Question
 from tiny_models import make_tiny
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture

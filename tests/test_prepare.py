@@ -15,13 +15,7 @@ from qgmem.config import ConfigError, load_config
 from qgmem.prepare import PrepareConfig, assign_splits, finalize_partial, load_prepared, prepare_dataset, reduce_sessions, row_graph
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """MiniLM on a shared 2-core machine runs faster on one thread than on two."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _fixture_set(base) -> list:
