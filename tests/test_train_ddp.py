@@ -11,15 +11,22 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REDUCED
 from safetensors.torch import load_file
+from test_train_loop import DIM, _row
+from tiny_models import make_tiny
 
 from qgmem.config import load_config
 from qgmem.prepare import save_prepared
 from qgmem.train import TrainConfig, train
-from test_train_loop import DIM, _row
-from tiny_models import make_tiny
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # Hung once past pytest's 600 s limit in a CI-style run (two torchrun launches on 2 shared cores);
+    # until that is understood, the reduced CI run leaves it out; `pytest -m slow tests/test_train_ddp.py`
+    # without QGMEM_REDUCED still runs it.
+    pytest.mark.skipif(REDUCED, reason="reduced run: the 2-process DDP test is run in the full slow suite only"),
+]
 ROOT = Path(__file__).resolve().parents[1]
 
 
