@@ -6,7 +6,7 @@
 
 import sys
 
-from qgmem.train import main
+from qgmem.training.trainer import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def bootstrap_loop(values: np.ndarray, n: int, seed: int) -> tuple[float, float]:
@@ -42,7 +41,7 @@ def main() -> int:
     print(f"bootstrap 10,000 x 1,986: loop {t_loop:.2f} s, chunked numpy {t_vec:.2f} s, x{t_loop / t_vec:.1f} "
           f"(CI loop [{base[0]:.4f}, {base[1]:.4f}] vs [{ci.low:.4f}, {ci.high:.4f}])")
 
-    from openai_server import OpenAIServer
+    from qgmem.testing.openai_server import OpenAIServer
 
     from qgmem.evaluation.judge import Judge
     from qgmem.llm import LLMConfig, make_backend

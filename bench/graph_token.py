@@ -16,7 +16,6 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def best(fn, repeat: int) -> float:
@@ -38,7 +37,8 @@ def main() -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from qgmem.embed import get_embedder
-    from qgmem.graph import EncoderConfig, GraphConfig, feature_dims
+    from qgmem.graph import GraphConfig, feature_dims
+    from qgmem.model import EncoderConfig
     from qgmem.llm.hf import local_model_path
     from qgmem.model import GraphTokenLM, example_from_working_memory
     from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory

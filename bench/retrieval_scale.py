@@ -20,15 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qgmem.retrieve.attributes import AttributeIndex  # noqa: E402
-from qgmem.retrieve.config import RetrievalConfig  # noqa: E402
-from qgmem.retrieve.dense import DenseIndex  # noqa: E402
-from qgmem.retrieve.fusion import rrf  # noqa: E402
-from qgmem.retrieve.lexical import LexicalIndex  # noqa: E402
-from qgmem.retrieve.query import QueryConstraints  # noqa: E402
-from qgmem.types import AtomicUnit  # noqa: E402
+from qgmem.retrieve.attributes import AttributeIndex
+from qgmem.retrieve.config import RetrievalConfig
+from qgmem.retrieve.dense import DenseIndex
+from qgmem.retrieve.fusion import rrf
+from qgmem.retrieve.lexical import LexicalIndex
+from qgmem.retrieve.query import QueryConstraints
+from qgmem.types import AtomicUnit
 
 DIM = 384
 

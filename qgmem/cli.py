@@ -12,9 +12,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("qgmem.data.cli", "benchmark data: stats, download, check"),
     "build": ("qgmem.construct.cli", "build QGMem memories (atomic units + traces) into a store"),
     "evaluate": ("qgmem.evaluation.cli", "evaluate a method on a benchmark (same as evaluate.py)"),
-    "prepare": ("qgmem.prepare", "turn a data set into cached graph-token training examples"),
-    "train": ("qgmem.train", "train the graph encoder + projector (same as train.py)"),
-    "train-reranker": ("qgmem.retrieve.train_reranker", "fine-tune a MiniLM cross-encoder reranker"),
+    "prepare": ("qgmem.training.prepare", "turn a data set into cached graph-token training examples"),
+    "train": ("qgmem.training.trainer", "train the graph encoder + projector (same as train.py)"),
+    "train-reranker": ("qgmem.training.reranker", "fine-tune a MiniLM cross-encoder reranker"),
     "anchormem-sweep": ("qgmem.anchormem.sweep", "AnchorMem event-graph sweep over tau and N (Table 6)"),
 }
 

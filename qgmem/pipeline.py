@@ -88,7 +88,7 @@ class MemoryPipeline:
                        text_with_graph=True)
         from qgmem.config import from_dict
         from qgmem.model.graph_token_lm import GraphTokenLM
-        from qgmem.prepare import PrepareConfig
+        from qgmem.training.prepare import PrepareConfig
 
         ck = Path(checkpoint)
         model = _load_model(ck, llm, device, torch_dtype)
@@ -109,7 +109,7 @@ class MemoryPipeline:
         Sessions already in the namespace (same id) are kept as they are; new ones are built
         incrementally (new windows only).
         """
-        from qgmem.construct import build_memory
+        from qgmem.construct.build import build_memory
 
         if isinstance(conversation, Conversation):
             ns = namespace or conversation.id
@@ -157,7 +157,7 @@ class MemoryPipeline:
 
     # -- answers ----------------------------------------------------------------------------
     def answer(self, question: str | Question, namespace: str | None = None) -> Answer:
-        from qgmem.model.serialize import answer_messages, parse_answer, question_text, serialize_working_memory
+        from qgmem.answer import answer_messages, parse_answer, question_text, serialize_working_memory
 
         q = self._question(question, namespace)
         wm = self.retriever.activate(q, k=self.k)

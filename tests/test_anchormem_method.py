@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 from qgmem.anchormem import AnchorMemConfig, AnchorMemMethod
 from qgmem.anchormem.units import make_chunks
 from qgmem.llm import LLMConfig, ScriptedBackend, make_backend
@@ -87,7 +87,7 @@ def test_llm_build_persists_and_activates(tmp_path: Path, tiny_conversation: Con
     assert EVENTS["Fact 1: Bob is reading"] in [it.text for it in wm3.items if it.kind == "event"]
     assert [it.score for it in wm3.items] == sorted((it.score for it in wm3.items), reverse=True)  # merged
     # the shared text answer path: citable labels M1.., each raw context rendered once
-    from qgmem.model.serialize import serialize_working_memory
+    from qgmem.answer import serialize_working_memory
 
     assert [it.label for it in wm3.items] == [f"M{i + 1}" for i in range(len(wm3.items))]
     text = serialize_working_memory(wm3, with_graph=False)

@@ -7,7 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 from qgmem.anchormem.config import AnchorMemConfig
 from qgmem.anchormem.sweep import sweep
 from qgmem.cli import main as cli_main

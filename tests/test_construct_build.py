@@ -7,9 +7,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hash_embedder import HashEmbedder
+from qgmem.testing.hash_embedder import HashEmbedder
 
-from qgmem.construct import BuildConfig, BuildReport, build_memory, conversation_windows
+from qgmem.construct.build import BuildConfig, BuildReport, build_memory, conversation_windows
 from qgmem.construct.rule import RuleExtractor
 from qgmem.construct.traces import TraceConfig
 from qgmem.store import MemoryStore

@@ -8,10 +8,10 @@ import json
 import re
 
 import pytest
-from hash_embedder import HashEmbedder
-from openai_server import OpenAIServer
+from qgmem.testing.hash_embedder import HashEmbedder
+from qgmem.testing.openai_server import OpenAIServer
 
-from qgmem.construct import BuildConfig, BuildReport, build_memory
+from qgmem.construct.build import BuildConfig, BuildReport, build_memory
 from qgmem.construct.consolidate import parse_roles
 from qgmem.construct.llm_extract import validate_unit
 from qgmem.construct.windows import make_windows

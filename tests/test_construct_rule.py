@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from qgmem.construct.rule import RuleExtractor, extract_triple
-from qgmem.construct.timex import resolve_time
+from qgmem.timex import resolve_time
 from qgmem.construct.windows import make_windows
 from qgmem.types import Session, Turn
 

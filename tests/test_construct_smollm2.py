@@ -10,7 +10,7 @@ import importlib.util
 import pytest
 from conftest import REDUCED
 
-from qgmem.construct import BuildConfig, BuildReport, build_memory, conversation_windows
+from qgmem.construct.build import BuildConfig, BuildReport, build_memory, conversation_windows
 from qgmem.construct.llm_extract import LLMExtractConfig
 from qgmem.llm import make_backend
 from qgmem.llm.config import LLMConfig

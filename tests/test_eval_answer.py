@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.baselines.full_context import FullContext
 from qgmem.evaluation.config import EvalConfig
 from qgmem.evaluation.runner import evaluate
 from qgmem.io import read_jsonl
 from qgmem.llm import LLMConfig, make_backend
-from qgmem.methods import MethodUnavailable, generate_answer, make_method
+from qgmem.answer import generate_answer
+from qgmem.methods import MethodUnavailable, make_method
 
 
 def _backend(srv: OpenAIServer, retries: int = 1):
@@ -77,8 +78,8 @@ def test_registry_errors_name_the_method(tmp_path):
 
 
 def test_memory_text_is_cut_to_the_context_budget_and_flagged(tiny_conversation):
-    from qgmem.evaluation.metrics import count_tokens
-    from qgmem.methods import cap_tokens
+    from qgmem.answer import count_tokens
+    from qgmem.answer import cap_tokens
 
     text, cut = cap_tokens("a b, c d e", 3)  # tokens: a b , | c d e
     assert cut and text.startswith("a b,") and "c d" not in text and "context budget" in text

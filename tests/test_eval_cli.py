@@ -6,7 +6,7 @@ import json
 
 import pytest
 import yaml
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.config import ConfigError
 from qgmem.evaluation.cli import main

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.evaluation.coverage import reference_facts, semantic_coverage
 from qgmem.evaluation.judge import Judge, build_judge_prompt, parse_label, parse_yes_no, repeated_accuracy

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
-from qgmem.graph import EncoderConfig, GraphTokenEncoder
+from qgmem.model import EncoderConfig, GraphTokenEncoder
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.llm import ChatRequest, LLMConfig, LLMError, ScriptedBackend, make_backend
 from qgmem.llm.cache import CachedBackend

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.llm import ChatRequest, LLMConfig, LLMError, chat_json, make_backend
 from qgmem.llm.http import OpenAIChatBackend

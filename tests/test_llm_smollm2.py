@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REDUCED
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.llm import ChatRequest, LLMConfig, local_model_path, make_backend
 from qgmem.llm.http import OpenAIChatBackend

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from qgmem.evaluation.metrics import (answer_scores, bleu1, count_tokens, locomo_f1, locomo_multi_answer_f1,
+from qgmem.answer import count_tokens
+from qgmem.evaluation.metrics import (answer_scores, bleu1, locomo_f1, locomo_multi_answer_f1,
                                       locomo_token_f1, normalize_locomo, normalize_squad, squad_f1)
 
 

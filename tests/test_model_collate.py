@@ -5,14 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 from test_model_graph_token_lm import example
-from tiny_models import make_tokenizer
+from qgmem.testing.tiny_models import make_tokenizer
 
-from qgmem.model import (
-    GRAPH_SENTINEL,
-    GraphExample,
-    GraphTokenCollator,
-    answer_messages,
-)
+from qgmem.answer import answer_messages
+from qgmem.model import GRAPH_SENTINEL, GraphExample, GraphTokenCollator
 
 
 def full_prompt_ids(tok, ex: GraphExample) -> list[int]:

@@ -7,10 +7,12 @@ import hashlib
 import numpy as np
 import pytest
 import torch
-from tiny_models import make_tiny
+from qgmem.testing.tiny_models import make_tiny
 
-from qgmem.graph import EncoderConfig, GraphConfig, build_local_graph, feature_dims
-from qgmem.model import GraphExample, GraphTokenLM, serialize_working_memory
+from qgmem.graph import GraphConfig, build_local_graph, feature_dims
+from qgmem.model import EncoderConfig
+from qgmem.answer import serialize_working_memory
+from qgmem.model import GraphExample, GraphTokenLM
 from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
 
 ARCHS = ["qwen3", "llama"]

@@ -14,9 +14,10 @@ import random
 import pytest
 import torch
 from test_model_graph_token_lm import DIM, hash_embed
-from tiny_models import make_tiny
+from qgmem.testing.tiny_models import make_tiny
 
-from qgmem.graph import EncoderConfig, GraphConfig, build_local_graph, feature_dims
+from qgmem.graph import GraphConfig, build_local_graph, feature_dims
+from qgmem.model import EncoderConfig
 from qgmem.model import GraphExample, GraphTokenLM
 from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from test_model_graph_token_lm import hash_embed
 
 from qgmem.graph import build_local_graph
-from qgmem.model.serialize import (
+from qgmem.answer import (
     DEFAULT_SYSTEM,
     answer_messages,
     parse_answer,

@@ -6,8 +6,10 @@ import pytest
 import torch
 from conftest import REDUCED
 
-from qgmem.graph import EncoderConfig, GraphConfig, build_local_graph, feature_dims
-from qgmem.model import GraphExample, GraphTokenLM, serialize_working_memory
+from qgmem.graph import GraphConfig, build_local_graph, feature_dims
+from qgmem.model import EncoderConfig
+from qgmem.answer import serialize_working_memory
+from qgmem.model import GraphExample, GraphTokenLM
 from qgmem.types import AtomicUnit, Conversation, MemoryItem, WorkingMemory
 
 pytestmark = pytest.mark.slow

@@ -7,14 +7,14 @@ import copy
 import pytest
 
 from qgmem.config import to_dict
-from qgmem.graph.encoder import EncoderConfig
+from qgmem.model.encoder import EncoderConfig
 from qgmem.graph.local_graph import GraphConfig
 from qgmem.llm.scripted import ScriptedBackend
 from qgmem.model.graph_token_lm import GraphTokenLM
 from qgmem.pipeline import Answer, MemoryPipeline
-from qgmem.prepare import PrepareConfig
+from qgmem.training.prepare import PrepareConfig
 from qgmem.types import Question
-from tiny_models import make_tiny
+from qgmem.testing.tiny_models import make_tiny
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -49,7 +49,7 @@ def test_checkpoint_round_trip(tiny_checkpoint, tiny_conversation, tmp_path):
     # the answer is the checkpoint model's own greedy output for this working memory
     from qgmem.graph.local_graph import build_local_graph
     from qgmem.model.collate import GraphExample
-    from qgmem.model.serialize import serialize_working_memory
+    from qgmem.answer import serialize_working_memory
 
     emb = pipe.retriever.embedder
     g = build_local_graph(ans.working_memory, emb.encode, pipe.graph_cfg, embed_dim=emb.dim)

@@ -10,9 +10,9 @@ import json
 import pytest
 import torch
 
-import qgmem.prepare as prep
+import qgmem.training.prepare as prep
 from qgmem.config import ConfigError, load_config
-from qgmem.prepare import PrepareConfig, assign_splits, finalize_partial, load_prepared, prepare_dataset, reduce_sessions, row_graph
+from qgmem.training.prepare import PrepareConfig, assign_splits, finalize_partial, load_prepared, prepare_dataset, reduce_sessions, row_graph
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -9,7 +9,7 @@ import pytest
 from qgmem.config import ConfigError
 from qgmem.evaluation import retrieval_metrics as rm
 from qgmem.io import read_jsonl
-from qgmem.retrieve.benchmark import RetrievalBenchConfig, main, make_methods, run_benchmark
+from qgmem.evaluation.retrieval import RetrievalBenchConfig, main, make_methods, run_benchmark
 from qgmem.types import Question
 
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 from conftest import REDUCED
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.retrieve.config import RerankConfig, RetrievalConfig
 from qgmem.retrieve.method import QGMemRetriever

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.retrieve.config import RerankConfig, RetrievalConfig
 from qgmem.retrieve.method import QGMemRetriever

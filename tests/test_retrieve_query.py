@@ -6,7 +6,7 @@ import json
 from datetime import date
 
 import pytest
-from openai_server import OpenAIServer
+from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.llm.scripted import ScriptedBackend
 from qgmem.retrieve.query import QueryParser, parse_rule, resolve_time

@@ -14,11 +14,11 @@ import torch
 from conftest import REDUCED
 from safetensors.torch import load_file
 from test_train_loop import DIM, _row
-from tiny_models import make_tiny
+from qgmem.testing.tiny_models import make_tiny
 
 from qgmem.config import load_config
-from qgmem.prepare import save_prepared
-from qgmem.train import TrainConfig, train
+from qgmem.training.prepare import save_prepared
+from qgmem.training.trainer import TrainConfig, train
 
 pytestmark = [
     pytest.mark.slow,

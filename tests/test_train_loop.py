@@ -11,10 +11,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from qgmem.prepare import save_prepared
-from qgmem.train import TrainConfig, shuffled_graphs, train
+from qgmem.training.prepare import save_prepared
+from qgmem.training.trainer import TrainConfig, shuffled_graphs, train
 from qgmem.config import load_config
-from tiny_models import make_tiny
+from qgmem.testing.tiny_models import make_tiny
 
 COLOURS = ["red", "green", "blue", "yellow", "purple", "orange"]
 DIM = 16

@@ -12,8 +12,8 @@ from safetensors.torch import load_file
 
 from conftest import REDUCED
 from qgmem.config import load_config
-from qgmem.prepare import save_prepared
-from qgmem.train import TrainConfig, train
+from qgmem.training.prepare import save_prepared
+from qgmem.training.trainer import TrainConfig, train
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ does not fit the budget the oldest turns are dropped, and the working memory say
 
 from __future__ import annotations
 
-from qgmem.evaluation.metrics import count_tokens
+from qgmem.answer import count_tokens
 from qgmem.types import Conversation, MemoryItem, Question, WorkingMemory
 
 

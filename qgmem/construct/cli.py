@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from qgmem.config import apply_overrides, from_dict, to_dict
-from qgmem.construct import BuildConfig, BuildReport, build_memory, conversation_windows
+from qgmem.construct.build import BuildConfig, BuildReport, build_memory, conversation_windows
 from qgmem.io import atomic_write_json
 from qgmem.types import Conversation
 

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from qgmem.construct.extractor import WindowResult
-from qgmem.construct.timex import _month, _year
+from qgmem.timex import _month, _year
 from qgmem.construct.windows import Window
 from qgmem.llm.base import ChatBackend, ChatRequest, ChatResult, LLMError, Message
 from qgmem.llm.jsonfix import parse_json_lenient

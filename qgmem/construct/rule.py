@@ -22,7 +22,7 @@ from functools import lru_cache
 import Stemmer
 
 from qgmem.construct.extractor import WindowResult
-from qgmem.construct.timex import resolve_time
+from qgmem.timex import resolve_time
 from qgmem.construct.windows import Window
 from qgmem.types import AtomicUnit, Turn
 

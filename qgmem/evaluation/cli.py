@@ -1,7 +1,7 @@
 """`python evaluate.py --config configs/eval/NAME.yaml [key=value ...] [--resume]` (= `qgmem evaluate`).
 
 A config with ``task: retrieval`` is handed to the retrieval benchmark
-(`qgmem.retrieve.benchmark.main`); everything else is a question-answering evaluation.
+(`qgmem.evaluation.retrieval.main`); everything else is a question-answering evaluation.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if task == "retrieval":
-        from qgmem.retrieve.benchmark import main as retrieval_main
+        from qgmem.evaluation.retrieval import main as retrieval_main
 
         return int(retrieval_main(args.config, overrides) or 0)
     from qgmem.evaluation.config import EvalConfig

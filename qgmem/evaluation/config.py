@@ -54,7 +54,7 @@ class AnswerConfig:
 
 @dataclass
 class EvalConfig:
-    task: str = "qa"  # "qa" here; "retrieval" configs are dispatched to qgmem.retrieve.benchmark
+    task: str = "qa"  # "qa" here; "retrieval" configs are dispatched to qgmem.evaluation.retrieval
     benchmark: str = "locomo"
     data_dir: str | None = None  # benchmark data root; None = $QGMEM_DATA_DIR
     data_options: dict[str, Any] = field(default_factory=dict)  # extra loader keywords (e.g. split)

@@ -145,8 +145,3 @@ def answer_scores(prediction: str, answers: list[str], category: str, benchmark:
         out["f1_squad"] = squad_f1(prediction, answers)
         out["bleu1"] = bleu1(prediction, answers)
     return out
-
-
-def count_tokens(text: str) -> int:
-    """Approximate LLM tokens as words and punctuation marks (model-independent, so methods compare)."""
-    return len(re.findall(r"\w+|[^\w\s]", text))

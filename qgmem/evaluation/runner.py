@@ -17,7 +17,8 @@ from typing import Any
 from tqdm import tqdm
 
 from qgmem.evaluation.config import EvalConfig
-from qgmem.evaluation.metrics import answer_scores, count_tokens
+from qgmem.answer import count_tokens
+from qgmem.evaluation.metrics import answer_scores
 from qgmem.evaluation.runs import BUILDS, PREDICTIONS, finish_run, open_run
 from qgmem.evaluation.subset import select
 from qgmem.io import append_jsonl, read_jsonl
@@ -156,7 +157,7 @@ class Evaluator:
                judge: Any, turn_tokens: dict[str, int]) -> list[dict[str, Any]]:
         """Activate each question, answer the chunk together, score, judge (judge calls in parallel)."""
         from qgmem.evaluation.coverage import semantic_coverage
-        from qgmem.methods import generate_answers
+        from qgmem.answer import generate_answers
 
         cfg = self.cfg
         jb = self.judge_backend

@@ -1,11 +1,5 @@
-"""Local memory graph (working memory -> PyG Data) and the graph-token encoder."""
+"""The local memory graph: a working memory -> PyG `Data` (nodes, relation edges, features)."""
 
-from qgmem.graph.encoder import (
-    EncoderConfig,
-    GraphEncoder,
-    GraphTokenEncoder,
-    Projector,
-)
 from qgmem.graph.local_graph import (
     GraphConfig,
     GraphTriples,
@@ -16,16 +10,5 @@ from qgmem.graph.local_graph import (
     normalize_name,
 )
 
-__all__ = [
-    "EncoderConfig",
-    "GraphConfig",
-    "GraphEncoder",
-    "GraphTokenEncoder",
-    "GraphTriples",
-    "Projector",
-    "build_local_graph",
-    "empty_graph",
-    "feature_dims",
-    "graph_triples",
-    "normalize_name",
-]
+__all__ = ["GraphConfig", "GraphTriples", "build_local_graph", "empty_graph", "feature_dims", "graph_triples",
+           "normalize_name"]

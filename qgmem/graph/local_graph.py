@@ -7,7 +7,7 @@ are frozen sentence embeddings of the node names; edge features are the predicat
 optionally followed by a rank feature and time features, so attention in the encoder can depend
 on what the relation is, how highly it was ranked, and when it held.
 
-The text side (`graph_triples`) needs no embedder and is shared with `qgmem.model.serialize`.
+The text side (`graph_triples`) needs no embedder and is shared with `qgmem.answer`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GraphTokenLM (frozen LLM + graph token), its collator, and working-memory text serialisation."""
+"""The graph-token model: encoder + projector, the frozen-LLM wrapper `GraphTokenLM` and its collator."""
 
 from qgmem.model.collate import (
     GRAPH_SENTINEL,
@@ -7,14 +7,10 @@ from qgmem.model.collate import (
     GraphTokenCollator,
     example_from_working_memory,
 )
+from qgmem.model.encoder import EncoderConfig, GraphEncoder, GraphTokenEncoder, Projector
 from qgmem.model.graph_token_lm import GraphTokenLM, GraphTokenLMOutput
-from qgmem.model.serialize import (
-    answer_messages,
-    parse_answer,
-    serialize_working_memory,
-)
 
 __all__ = [
-    "GRAPH_SENTINEL", "IGNORE_INDEX", "GraphExample", "GraphTokenCollator", "GraphTokenLM", "GraphTokenLMOutput",
-    "answer_messages", "example_from_working_memory", "parse_answer", "serialize_working_memory",
+    "GRAPH_SENTINEL", "IGNORE_INDEX", "EncoderConfig", "GraphEncoder", "GraphExample", "GraphTokenCollator",
+    "GraphTokenEncoder", "GraphTokenLM", "GraphTokenLMOutput", "Projector", "example_from_working_memory",
 ]

@@ -23,7 +23,7 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from qgmem.graph.local_graph import Embed, GraphConfig, build_local_graph
-from qgmem.model.serialize import (
+from qgmem.answer import (
     answer_messages,
     question_text,
     serialize_working_memory,

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 from transformers.utils import ModelOutput
 
-from qgmem.graph.encoder import EncoderConfig, GraphTokenEncoder
+from qgmem.model.encoder import EncoderConfig, GraphTokenEncoder
 from qgmem.graph.local_graph import GraphConfig
 from qgmem.io import atomic_write_json
 from qgmem.model.collate import IGNORE_INDEX, GraphTokenCollator

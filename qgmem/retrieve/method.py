@@ -102,7 +102,7 @@ class QGMemRetriever:
         if self.store is not None and ns in self.store.namespaces() and self.store.units(ns) \
                 and self.store.is_done(ns, "traces"):
             return self.store.units(ns), self.store.traces(ns)
-        from qgmem.construct import build_memory
+        from qgmem.construct.build import build_memory
 
         return build_memory(conversation, extractor=self.cfg.extractor, llm=self.llm if self.cfg.extractor == "llm" else None,
                             store=self.store)

@@ -1,0 +1,220 @@
+"""The answer step of every method: the prompt, the working memory rendered as text, reply parsing, token counting and generation
+through a `ChatBackend`.
+
+One place, so that the graph-token collator, the text methods, the inference pipeline and the
+evaluation harness show the model the same prompt and read its reply the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch_geometric.data import Data
+
+from qgmem.graph.local_graph import GraphConfig, graph_triples
+from qgmem.llm.base import ChatBackend, ChatRequest, LLMError
+from qgmem.types import MemoryItem, Question, WorkingMemory
+
+DEFAULT_SYSTEM = (
+    "You answer questions about a long conversation between people. Use only the memory given "
+    "to you; it was retrieved from the conversation. Memory entries are labelled like [M1]. "
+    "If a fact was later updated, trust the latest state unless the question asks about the past. "
+    "Reason briefly, citing the labels you rely on, then give the final line as "
+    "'Answer: <short answer>'. If the memory does not contain the answer, write "
+    "'Answer: not mentioned'."
+)
+
+_LABEL_RE = re.compile(r"\[(M\d+)\]")
+
+
+def _time_line(item: MemoryItem) -> str:
+    u = item.unit
+    if u is None:
+        t = item.meta.get("time") if item.meta else None
+        return f"time: {t}" if t else ""
+    parts = []
+    if u.fact_time_start:
+        span = u.fact_time_start if not u.fact_time_end or u.fact_time_end == u.fact_time_start \
+            else f"{u.fact_time_start} to {u.fact_time_end}"
+        parts.append(f"time: {span}")
+    if u.utterance_time:
+        parts.append(f"said on {u.utterance_time}")
+    return "; ".join(parts)
+
+
+def _span(item: MemoryItem) -> str:
+    if not item.turn_ids:
+        return ""
+    return item.turn_ids[0] if len(item.turn_ids) == 1 else f"{item.turn_ids[0]}..{item.turn_ids[-1]}"
+
+
+def render_item(item: MemoryItem) -> str:
+    """One labelled memory entry, multi-line."""
+    head = f"[{item.label}] {item.text.strip()}"
+    if item.unit is not None and item.unit.superseded:
+        head += " (superseded by a later update)"
+    lines = [head]
+    tl = _time_line(item)
+    if tl:
+        lines.append(f"  {tl}")
+    if item.source_text.strip():
+        src = " ".join(item.source_text.split()) if "\n" not in item.source_text.strip() else \
+            "\n    ".join(s.strip() for s in item.source_text.strip().splitlines() if s.strip())
+        sp = _span(item)
+        lines.append(f"  source{f' ({sp})' if sp else ''}: {src}")
+    if item.trajectory:
+        lines.append("  trajectory: " + " -> ".join(s.strip() for s in item.trajectory))
+    return "\n".join(lines)
+
+
+def graph_text(wm: WorkingMemory, graph: Data | None = None, cfg: GraphConfig | None = None) -> str:
+    """The local graph as triples, one per line, each with the label of the entry it came from."""
+    if graph is not None:
+        nodes, rels = list(graph.node_text), list(graph.edge_text)
+        labels = list(getattr(graph, "labels", None) or [""] * len(rels))
+        old = list(getattr(graph, "superseded", None) or [False] * len(rels))
+        ei = graph.edge_index.tolist()
+        edges = list(zip(ei[0], ei[1])) if rels else []
+    else:
+        tr = graph_triples(wm, cfg)
+        nodes, rels, labels, edges, old = tr.node_text, tr.edge_text, tr.labels, tr.edge_index, tr.superseded
+    lines = []
+    for (s, o), r, lab, sup in zip(edges, rels, labels, old):
+        lines.append(f"({nodes[s]}) -[{r}]-> ({nodes[o]})" + (f" [{lab}]" if lab else "")
+                     + (" (superseded)" if sup else ""))
+    return "\n".join(lines)
+
+
+def serialize_working_memory(wm: WorkingMemory, with_graph: bool = True, graph: Data | None = None) -> str:
+    """Labelled entries, then (optionally) the local graph as text triples."""
+    if not wm.items:
+        return "(no memory retrieved)"
+    out = ["\n".join(render_item(it) for it in wm.items)]
+    if with_graph:
+        g = graph_text(wm, graph)
+        if g:
+            out.append("Relations between memory entries (subject -[relation]-> object):\n" + g)
+    return "\n\n".join(out)
+
+
+def count_tokens(text: str) -> int:
+    """Approximate LLM tokens as words and punctuation marks (model-independent, so methods compare)."""
+    return len(re.findall(r"\w+|[^\w\s]", text))
+
+
+def question_text(question: Question | str) -> str:
+    if isinstance(question, str):
+        return question.strip()
+    q = question.text.strip()
+    return f"{q}\n(The question is asked on {question.question_time}.)" if question.question_time else q
+
+
+def answer_messages(question: Question | str, memory_text: str, system: str | None = None) -> list[dict[str, Any]]:
+    """Chat messages asking for an answer grounded only in ``memory_text``."""
+    user = f"Memory:\n{memory_text.strip()}\n\nQuestion: {question_text(question)}"
+    return [{"role": "system", "content": system or DEFAULT_SYSTEM}, {"role": "user", "content": user}]
+
+
+def parse_answer(text: str) -> tuple[str, list[str]]:
+    """(answer, cited labels) from a model reply.
+
+    The answer is what follows the last "Answer:" (a reply without one is taken whole, minus any
+    reasoning block); labels are every [Mi] cited anywhere in the reply, first mention first.
+    """
+    text = re.sub(r"<think>.*?</think>", "", text or "", flags=re.DOTALL).strip()
+    labels = list(dict.fromkeys(_LABEL_RE.findall(text)))
+    matches = list(re.finditer(r"(?im)^\W*(?:final\s+)?answer\s*[:：]\s*", text))
+    if matches:
+        ans = text[matches[-1].end():].strip().splitlines()[0] if text[matches[-1].end():].strip() else ""
+    else:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        ans = lines[-1] if lines else ""
+    ans = _LABEL_RE.sub("", ans)
+    ans = re.sub(r"\(\s*\)|\s+", " ", ans).strip().strip("*").strip()
+    ans = re.sub(r"\s+([.,;:!?])", r"\1", ans).rstrip(" .")
+    return ans, labels
+
+
+@dataclass
+class Answer:
+    prediction: str
+    raw: str
+    cited: list[str] = field(default_factory=list)
+    memory_text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    error: str | None = None  # the LLMError text when generation failed after retries
+    cached: bool = False  # answered from the response cache
+    memory_truncated: bool = False  # the memory text was cut to the context budget
+
+
+def cap_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
+    """`text` cut after its `max_tokens`-th token (words and punctuation, as `count_tokens`), with a
+    visible note; (text, False) when it fits or `max_tokens` <= 0."""
+    if max_tokens <= 0:
+        return text, False
+    for i, m in enumerate(re.finditer(r"\w+|[^\w\s]", text)):
+        if i == max_tokens:
+            return text[: m.start()].rstrip() + "\n(memory cut here to fit the context budget)", True
+    return text, False
+
+
+def memory_text(method: Any, wm: WorkingMemory, with_graph: bool = True) -> str:
+    """What the answer model reads: the method's own rendering if it has one (full context),
+    else the shared serialisation (with the local graph for qgmem-text only)."""
+    render = getattr(method, "render", None)
+    if callable(render):
+        return render(wm)
+    return serialize_working_memory(wm, with_graph=with_graph and getattr(method, "name", "") == "qgmem-text")
+
+
+def generate_answers(method: Any, batch: list[tuple[Question, WorkingMemory]], backend: ChatBackend | None,
+                     max_tokens: int = 64, with_graph: bool = True, max_context_tokens: int = 0) -> list[Answer]:
+    """Answers for several questions at once: one `complete_many` call, so a local model batches
+    the prompts and an HTTP backend sends them concurrently. Failures come back per question."""
+    if callable(getattr(method, "answer", None)) or len(batch) <= 1:
+        return [generate_answer(method, q, wm, backend, max_tokens, with_graph, max_context_tokens) for q, wm in batch]
+    if backend is None:
+        raise ValueError(f"method {getattr(method, 'name', method)!r} answers through an LLM: give an answer backend")
+    capped = [cap_tokens(memory_text(method, wm, with_graph), max_context_tokens) for _, wm in batch]
+    texts = [t for t, _ in capped]
+    reqs = [ChatRequest(answer_messages(q, t), 0.0, max_tokens) for (q, _), t in zip(batch, texts)]
+    t0 = time.perf_counter()
+    results = backend.complete_many(reqs, phase="generation")
+    wall = (time.perf_counter() - t0) / len(batch)
+    out: list[Answer] = []
+    for res, (text, cut) in zip(results, capped):
+        if isinstance(res, LLMError):
+            out.append(Answer("", "", [], text, 0, 0, wall, error=str(res), memory_truncated=cut))
+            continue
+        ans, cited = parse_answer(res.text)
+        out.append(Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, wall,
+                          cached=bool(res.cached), memory_truncated=cut))
+    return out
+
+
+def generate_answer(method: Any, question: Question, wm: WorkingMemory, backend: ChatBackend | None,
+                    max_tokens: int = 64, with_graph: bool = True, max_context_tokens: int = 0) -> Answer:
+    """One answer. A generation call that fails after the backend's retries comes back with
+    `error` set and an empty prediction: the runner counts it, it is never silently dropped."""
+    t0 = time.perf_counter()
+    own = getattr(method, "answer", None)
+    if callable(own):
+        raw, pt, ct = own(question, wm, max_tokens)
+        ans, cited = parse_answer(raw)
+        return Answer(ans, raw, cited, "", pt, ct, time.perf_counter() - t0)
+    if backend is None:
+        raise ValueError(f"method {getattr(method, 'name', method)!r} answers through an LLM: give an answer backend")
+    text, cut = cap_tokens(memory_text(method, wm, with_graph), max_context_tokens)
+    try:
+        res = backend.chat(answer_messages(question, text), temperature=0.0, max_tokens=max_tokens,
+                           phase="generation")
+    except LLMError as e:
+        return Answer("", "", [], text, 0, 0, time.perf_counter() - t0, error=str(e), memory_truncated=cut)
+    ans, cited = parse_answer(res.text)
+    return Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, time.perf_counter() - t0,
+                  cached=bool(res.cached), memory_truncated=cut)

@@ -1,0 +1,351 @@
+"""QGMem memory construction: dialogue -> windows -> atomic units -> embeddings -> memory traces.
+
+`build_memory` is resumable and incremental: each window's units are committed together with the
+window's done marker, so a killed build resumes where it stopped, and a conversation that gained
+sessions only extracts the new windows. Claim embeddings are reused by unit id; traces are
+recomputed for the namespace (cheap) whenever its units changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from qgmem.construct.extractor import Extractor, WindowResult
+from qgmem.construct.llm_extract import (
+    PHASE,
+    LLMExtractConfig,
+    LLMExtractor,
+    rejected_summary,
+)
+from qgmem.construct.rule import RuleConfig, RuleExtractor
+from qgmem.construct.traces import (
+    TraceConfig,
+    build_traces,
+    group_traces,
+    object_text,
+    relation_text,
+    tfidf_matrix,
+)
+from qgmem.construct.windows import Window, make_windows
+from qgmem.llm.base import ChatBackend
+from qgmem.llm.config import LLMConfig
+from qgmem.store import MemoryStore
+from qgmem.types import AtomicUnit, Conversation, MemoryTrace
+
+__all__ = [
+    "BuildConfig",
+    "BuildReport",
+    "LLMExtractor",
+    "PhaseStats",
+    "RuleExtractor",
+    "TraceConfig",
+    "Window",
+    "build_memory",
+    "make_windows",
+]
+
+
+class TextEmbedder(Protocol):
+    name: str
+
+    def encode(self, texts: list[str], show_progress: bool = False) -> np.ndarray: ...
+
+
+@dataclass
+class BuildConfig:
+    extractor: str = "rule"  # "rule" | "llm"
+    consolidation: str = "auto"  # "rule" | "llm" | "auto" (= the extractor's kind)
+    window_size: int = 6
+    window_overlap: int = 2
+    embedder: str = "minilm"
+    rule: RuleConfig = field(default_factory=RuleConfig)
+    llm_extract: LLMExtractConfig = field(default_factory=LLMExtractConfig)
+    traces: TraceConfig = field(default_factory=TraceConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+
+    def __post_init__(self) -> None:
+        if self.extractor not in ("rule", "llm"):
+            raise ValueError(f"BuildConfig.extractor: {self.extractor!r} is not 'rule' or 'llm'")
+        if self.consolidation not in ("rule", "llm", "auto"):
+            raise ValueError(f"BuildConfig.consolidation: {self.consolidation!r} is not 'rule', 'llm' or 'auto'")
+
+
+@dataclass
+class PhaseStats:
+    """One row of the build table (AnchorMem Table 4 shape); unused columns stay 0."""
+
+    units: int = 0
+    traces: int = 0
+    windows: int = 0
+    resumed_windows: int = 0  # already done in an earlier (interrupted) run
+    failed_windows: int = 0
+    rejected_units: int = 0
+    failed_traces: int = 0
+    texts_encoded: int = 0
+    texts_reused: int = 0
+    llm_calls: int = 0
+    llm_failed: int = 0
+    llm_cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: PhaseStats) -> None:
+        for k, v in asdict(other).items():
+            setattr(self, k, getattr(self, k) + v)
+
+
+PHASES = ("extraction", "consolidation", "embedding")
+TRACES_DONE = "traces"  # build-state marker: units and traces of the namespace are complete and current
+
+
+@dataclass
+class BuildReport:
+    phases: dict[str, PhaseStats] = field(default_factory=lambda: {p: PhaseStats() for p in PHASES})
+    namespaces: dict[str, dict[str, PhaseStats]] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # {"namespace", "key", "error"}
+
+    def ns(self, ns: str) -> dict[str, PhaseStats]:
+        return self.namespaces.setdefault(ns, {p: PhaseStats() for p in PHASES})
+
+    def add(self, ns: str, phase: str, stats: PhaseStats) -> None:
+        self.ns(ns)[phase].add(stats)
+        self.phases[phase].add(stats)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"phases": {k: asdict(v) for k, v in self.phases.items()},
+                "namespaces": {n: {k: asdict(v) for k, v in p.items()} for n, p in self.namespaces.items()},
+                "failures": self.failures}
+
+    def table(self) -> str:
+        cols = [("phase", None), ("units", "units"), ("traces", "traces"), ("windows", "windows"),
+                ("failed win", "failed_windows"), ("rejected", "rejected_units"), ("failed tr", "failed_traces"),
+                ("encoded", "texts_encoded"), ("LLM calls", "llm_calls"), ("LLM failed", "llm_failed"), ("cached", "llm_cached"),
+                ("prompt tok", "prompt_tokens"), ("compl tok", "completion_tokens"), ("seconds", "seconds")]
+        rows = [[c for c, _ in cols]]
+        total = PhaseStats()
+        for name in PHASES:
+            st = self.phases[name]
+            total.add(st)
+            rows.append([name] + [_fmt(getattr(st, a)) for _, a in cols[1:]])
+        total.units, total.traces = self.phases["extraction"].units, self.phases["consolidation"].traces
+        rows.append(["total"] + [_fmt(getattr(total, a)) for _, a in cols[1:]])
+        widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
+        lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+        lines.insert(1, "-" * len(lines[0]))
+        return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.1f}" if isinstance(v, float) else str(v)
+
+
+def _usage_snapshot(backend: ChatBackend | None) -> dict[str, Any]:
+    if backend is None:
+        return {}
+    p = backend.usage.phases.get(PHASE)
+    return asdict(p) if p is not None else {}
+
+
+def _usage_delta(stats: PhaseStats, before: dict[str, Any], after: dict[str, Any]) -> None:
+    def d(k: str) -> Any:
+        return after.get(k, 0) - before.get(k, 0)
+
+    stats.llm_calls += d("calls")
+    stats.llm_failed += d("failed")
+    stats.llm_cached += d("cached")
+    stats.prompt_tokens += d("prompt_tokens")
+    stats.completion_tokens += d("completion_tokens")
+
+
+def conversation_windows(conv: Conversation, size: int = 6, overlap: int = 2) -> list[Window]:
+    return [w for s in conv.sessions for w in make_windows(s, size, overlap)]
+
+
+def pending_windows(conv: Conversation, store: MemoryStore, cfg: BuildConfig) -> list[Window]:
+    done = store.done_keys(conv.id)
+    return [w for w in conversation_windows(conv, cfg.window_size, cfg.window_overlap) if f"extract:{w.key}" not in done]
+
+
+def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBackend | None) -> Extractor:
+    if not isinstance(kind, str):
+        return kind
+    if kind == "rule":
+        return RuleExtractor(cfg.rule)
+    if kind == "llm":
+        if backend is None:
+            raise ValueError("extractor='llm' needs an LLM backend (llm=...)")
+        return LLMExtractor(backend, cfg.llm_extract)
+    raise ValueError(f"unknown extractor {kind!r} (expected 'rule' or 'llm')")
+
+
+def _embed_claims(store: MemoryStore, ns: str, units: list[AtomicUnit], embedder: TextEmbedder,
+                  stats: PhaseStats) -> np.ndarray:
+    """Claim embeddings for `units` (in order), reusing stored rows by unit id."""
+    prev = store.get_embeddings(ns, "claim")
+    known: dict[str, np.ndarray] = {}
+    if prev is not None and prev[2] == embedder.name:
+        known = {i: row for i, row in zip(prev[0], prev[1])}
+    missing = [u for u in units if u.id not in known]
+    if missing:
+        vecs = embedder.encode([u.text for u in missing])
+        known.update({u.id: v for u, v in zip(missing, vecs)})
+    stats.texts_encoded += len(missing)
+    stats.texts_reused += len(units) - len(missing)
+    dim = next(iter(known.values())).shape[0] if known else int(getattr(embedder, "dim", 384))
+    matrix = np.stack([known[u.id] for u in units]).astype(np.float32) if units else np.zeros((0, dim), np.float32)
+    if missing or prev is None or prev[0] != [u.id for u in units]:
+        store.set_embeddings(ns, "claim", [u.id for u in units], matrix, embedder.name)
+    return matrix
+
+
+def _encode_unique(embedder: TextEmbedder, texts: list[str], stats: PhaseStats) -> np.ndarray:
+    uniq = sorted(set(texts))
+    vecs = embedder.encode(uniq)
+    stats.texts_encoded += len(uniq)
+    pos = {t: i for i, t in enumerate(uniq)}
+    return vecs[[pos[t] for t in texts]] if texts else vecs
+
+
+def _traces_key(units: list[AtomicUnit], cfg: BuildConfig, consolidation: str) -> str:
+    h = hashlib.sha1(json.dumps([[u.id for u in units], asdict(cfg.traces), consolidation, cfg.embedder]).encode())
+    return f"traces@{h.hexdigest()[:16]}"
+
+
+def build_memory(
+    conversation: Conversation,
+    extractor: str | Extractor = "rule",
+    llm: ChatBackend | None = None,
+    store: MemoryStore | None = None,
+    config: BuildConfig | None = None,
+    embedder: TextEmbedder | None = None,
+    report: BuildReport | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
+    """Build (or extend, or resume) the memory of one conversation; returns its units and traces.
+
+    With no `store`, a temporary one is used and discarded. `progress(n)` is called after every n
+    windows processed. Failed LLM windows are recorded in the store and `report`, not marked done.
+    """
+    cfg = config or BuildConfig(extractor=extractor if isinstance(extractor, str) else "rule")
+    if store is None:
+        with tempfile.TemporaryDirectory(prefix="qgmem-build-") as tmp, MemoryStore(tmp) as st:
+            return build_memory(conversation, extractor, llm, st, cfg, embedder, report, progress)
+    report = report if report is not None else BuildReport()
+    ns = conversation.id
+    if llm is None and (extractor == "llm" or cfg.consolidation == "llm"):
+        from qgmem.llm import make_backend
+
+        llm = make_backend(cfg.llm)
+    store.put_conversation(conversation)
+    ex = _make_extractor(extractor, cfg, llm)
+    speakers = list(conversation.speakers) or sorted({t.speaker for t in conversation.turns()})
+
+    # ---------------------------------------------------------------- extraction
+    st = PhaseStats()
+    all_windows = conversation_windows(conversation, cfg.window_size, cfg.window_overlap)
+    todo = pending_windows(conversation, store, cfg)
+    st.resumed_windows = len(all_windows) - len(todo)
+    if progress and st.resumed_windows:
+        progress(st.resumed_windows)
+    t0, before = time.perf_counter(), _usage_snapshot(llm)
+    for res in ex.run(todo, ns, speakers):
+        _commit_window(store, ns, res, st, report)
+        if progress:
+            progress(1)
+    st.seconds = time.perf_counter() - t0
+    _usage_delta(st, before, _usage_snapshot(llm))
+    if st.windows:
+        store.clear_done(ns, TRACES_DONE)  # units changed: traces are stale until recomputed
+    units = store.units(ns)
+    st.units = len(units)
+    report.add(ns, "extraction", st)
+
+    # ---------------------------------------------------------------- embedding + consolidation
+    consolidation = cfg.consolidation if cfg.consolidation != "auto" else (
+        "llm" if (extractor == "llm" or getattr(ex, "name", "") == "llm") else "rule")
+    key = _traces_key(units, cfg, consolidation)
+    if store.is_done(ns, key) and store.is_done(ns, TRACES_DONE):
+        traces = store.traces(ns)
+        report.add(ns, "consolidation", PhaseStats(traces=len(traces)))
+        report.add(ns, "embedding", PhaseStats())
+        return store.units(ns), traces
+    if embedder is None:
+        from qgmem.embed import get_embedder
+
+        embedder = get_embedder(cfg.embedder)
+    est = PhaseStats()
+    t0 = time.perf_counter()
+    if cfg.traces.neighbour_space == "embedding":
+        claim: Any = _embed_claims(store, ns, units, embedder, est)
+    elif cfg.traces.neighbour_space == "tfidf":
+        claim = tfidf_matrix([u.text for u in units])
+    else:
+        raise ValueError(f"traces.neighbour_space: {cfg.traces.neighbour_space!r} is not 'tfidf' or 'embedding'")
+    relation = _encode_unique(embedder, [relation_text(u) for u in units], est)
+
+    def objects(idx: list[int]) -> np.ndarray:
+        ts = time.perf_counter()
+        out = _encode_unique(embedder, [object_text(units[i]) for i in idx], est)
+        est.seconds += time.perf_counter() - ts
+        return out
+
+    est.seconds = time.perf_counter() - t0
+    cst = PhaseStats()
+    t1, before = time.perf_counter(), _usage_snapshot(llm)
+    roles_fn = None
+    if consolidation == "llm" and units:
+        if llm is None:
+            raise ValueError("consolidation='llm' needs an LLM backend")
+        from qgmem.construct.consolidate import LLMConsolidator
+
+        groups = group_traces(units, claim, relation, cfg.traces)
+        outcome = LLMConsolidator(llm).decide([[units[i] for i in g] for g in groups])
+        for gi, (err, raw) in outcome.failures.items():
+            fkey = f"consolidate:{units[groups[gi][0]].id}"
+            store.record_failure(ns, fkey, err + " (rule roles used instead)", raw)
+            report.failures.append({"namespace": ns, "key": fkey, "error": err})
+            cst.failed_traces += 1
+
+        def roles_fn(ti: int, members: list[int]) -> Any:
+            got = outcome.decided.get(ti)
+            return None if got is None else (got[0], {members[p] for p in got[1]})
+
+    emb_before = est.seconds
+    new_units, traces = build_traces(units, claim, relation, objects, cfg.traces, roles_fn)
+    store.put_traces(ns, traces, new_units)
+    store.clear_done(ns, "traces@")
+    store.mark_done(ns, key)
+    store.mark_done(ns, TRACES_DONE)
+    cst.seconds = time.perf_counter() - t1 - (est.seconds - emb_before)  # object encoding counts as embedding
+    _usage_delta(cst, before, _usage_snapshot(llm))
+    cst.traces = len(traces)
+    report.add(ns, "embedding", est)
+    report.add(ns, "consolidation", cst)
+    return new_units, traces
+
+
+def _commit_window(store: MemoryStore, ns: str, res: WindowResult, st: PhaseStats, report: BuildReport) -> None:
+    """Store a window's outcome: units + done marker in one transaction, or a failure record."""
+    w = res.window
+    st.windows += 1
+    if res.error is not None:
+        st.failed_windows += 1
+        store.record_failure(ns, f"extract:{w.key}", res.error, res.raw)
+        report.failures.append({"namespace": ns, "key": f"extract:{w.key}", "error": res.error})
+        return
+    if res.rejected:
+        st.rejected_units += len(res.rejected)
+        err, raw = rejected_summary(res.rejected)
+        store.record_failure(ns, f"reject:{w.key}", err, raw)
+        report.failures.append({"namespace": ns, "key": f"reject:{w.key}", "error": err})
+    store.add_units(ns, res.units, done_key=f"extract:{w.key}")
+    store.clear_failure(ns, f"extract:{w.key}")

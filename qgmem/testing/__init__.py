@@ -1,0 +1,1 @@
+"""Test helpers shared by `tests/` and `bench/`: tiny models, a hashed embedder, a local OpenAI-compatible server."""

@@ -1,0 +1,1 @@
+"""Jobs that train: data preparation, the graph-token trainer and the reranker trainer."""
