@@ -60,6 +60,15 @@ def test_other_model_does_not_share_entries(tmp_path: Path) -> None:
     assert len(srv.requests) == 2
 
 
+def test_same_model_behind_another_server_does_not_share_entries(tmp_path: Path) -> None:
+    with OpenAIServer(lambda req: "first server") as one, OpenAIServer(lambda req: "second server") as two:
+        a, b = _http(one, tmp_path), _http(two, tmp_path)
+        assert a.chat(MSG).text == "first server"
+        assert b.chat(MSG).text == "second server"
+        assert a.chat(MSG).cached
+    assert len(one.requests) == len(two.requests) == 1
+
+
 def test_sampled_requests_not_cached_by_default(tmp_path: Path) -> None:
     with OpenAIServer(lambda req: "sampled") as srv:
         be = _http(srv, tmp_path)

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from qgmem.testing.openai_server import OpenAIServer
+from qgmem.testing.openai_server import Fault, OpenAIServer
 
 from qgmem.llm import ChatRequest, LLMConfig, LLMError, chat_json, make_backend
 from qgmem.llm.http import OpenAIChatBackend
@@ -196,3 +196,53 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
     assert 25 <= _retry_after_s(later) <= 31
     past = email.utils.formatdate(time.time() - 30, usegmt=True)
     assert _retry_after_s(past) == 0.0
+
+
+@pytest.mark.parametrize("kind", ["truncate", "bad-status"])
+def test_broken_http_exchange_is_retried_then_succeeds(kind: str) -> None:
+    """A body cut short (IncompleteRead) or a garbage status line (BadStatusLine) is transient."""
+    with OpenAIServer([Fault(kind), "recovered"]) as srv:
+        be = _backend(srv, max_retries=2)
+        assert be.chat(MSG).text == "recovered"
+    assert be.retries == 1
+
+
+def test_broken_http_exchange_every_time_is_an_llm_error_not_a_traceback() -> None:
+    with OpenAIServer([Fault("truncate")] * 3) as srv:
+        be = _backend(srv, max_retries=2)
+        with pytest.raises(LLMError, match="broken HTTP exchange: IncompleteRead"):
+            be.chat(MSG)
+    assert be.usage.as_dict()["default"]["failed"] == 1
+
+
+def test_timeout_is_a_deadline_for_the_whole_reply_not_per_read() -> None:
+    """A reply dripped one byte every 50 ms never idles 1 s, but takes far longer than 1 s."""
+    with OpenAIServer([Fault("drip", text="x" * 40, interval_s=0.05)]) as srv:
+        be = _backend(srv, timeout_s=1.0, max_retries=0)
+        t0 = time.perf_counter()
+        with pytest.raises(LLMError, match="timeout"):
+            be.chat(MSG)
+        assert time.perf_counter() - t0 < 2.0
+
+
+def test_long_retry_after_is_honoured() -> None:
+    replies = [(503, '{"error": {"message": "overloaded"}}', {"Retry-After": "120"}), "ok"]
+    with OpenAIServer(replies) as srv:
+        be = _backend(srv)
+        waits: list[float] = []
+        be.sleep = waits.append
+        assert be.chat(MSG).text == "ok"
+    assert waits == [120.0]
+
+
+def test_circuit_opens_after_consecutive_failures_and_stops_calling() -> None:
+    with OpenAIServer([(500, "{}")] * 4) as srv:
+        be = _backend(srv, max_retries=1, max_consecutive_failures=2)
+        be.sleep = lambda s: None
+        for _ in range(2):
+            with pytest.raises(LLMError, match="HTTP 500"):
+                be.chat(MSG)
+        sent = len(srv.requests)
+        with pytest.raises(LLMError, match="circuit open after 2 consecutive failed calls"):
+            be.chat(MSG)
+        assert len(srv.requests) == sent == 4

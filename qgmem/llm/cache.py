@@ -1,7 +1,7 @@
 """On-disk response cache: a rerun of a deterministic pipeline costs no LLM calls.
 
-Replies are keyed by sha256 over (backend kind, model, messages, temperature, max_tokens,
-json_mode, stop) and stored in one SQLite table (WAL; safe across threads and processes).
+Replies are keyed by sha256 over (backend kind, model, server URL and extra request fields for
+HTTP backends, messages, temperature, max_tokens, json_mode, stop) and stored in one SQLite table (WAL; safe across threads and processes).
 Only temperature-0 requests are cached unless `cache_sampled=True`; failures are never cached.
 
 Accounting: a hit comes back with `cached=True`; Usage counts its tokens under
@@ -47,6 +47,17 @@ def request_key(identity: str, request: ChatRequest) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def backend_identity(backend: ChatBackend) -> str:
+    """Who answers: the same model name behind two servers (or with other extra request fields,
+    e.g. thinking switched off) may answer differently, so each gets its own cache entries."""
+    ident = f"{type(backend).__name__}:{backend.model}"
+    url = getattr(backend, "base_url", None)
+    if url:
+        extra = json.dumps(getattr(backend, "extra_body", None) or {}, sort_keys=True)
+        ident += f"@{url}" + (f"+{extra}" if extra != "{}" else "")
+    return ident
+
+
 class CachedBackend(ChatBackend):
     """Wraps any backend; `.usage` counts every call (hits flagged cached), `.inner.usage` only misses."""
 
@@ -56,7 +67,7 @@ class CachedBackend(ChatBackend):
         self.model = inner.model
         self.max_concurrency = inner.max_concurrency
         self.cache_sampled = cache_sampled
-        self.identity = f"{type(inner).__name__}:{inner.model}"
+        self.identity = backend_identity(inner)
         self.path = Path(cache_dir) / "responses.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()

@@ -6,8 +6,9 @@
 The reply source is a function of the request JSON, a list of scripted replies (used in order),
 or a real ChatBackend (`OpenAIServer.from_backend(HFChatBackend(...))`). A reply is a string
 (wrapped in a proper chat.completion with usage counts), a dict (sent as the whole JSON body),
-`(status, body)` or `(status, body, headers)` for errors. Handlers may sleep to trigger client
-timeouts. Every request is recorded in `.requests`; `.max_in_flight` is the peak concurrency seen.
+`(status, body)` or `(status, body, headers)` for errors, or a `Fault` that breaks the HTTP exchange
+itself (a reply dripped byte by byte, a body cut short, a garbage status line). Handlers may sleep to
+trigger client timeouts. Every request is recorded in `.requests`; `.max_in_flight` is the peak concurrency seen.
 """
 
 from __future__ import annotations
@@ -16,10 +17,28 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
-Reply = str | dict | tuple
+
+
+@dataclass
+class Fault:
+    """A reply that breaks the transport, as flaky proxies and dying servers do.
+
+    kind: "drip" sends a normal completion of `text` one byte every `interval_s` seconds;
+    "truncate" promises the whole body in Content-Length, sends half and closes the connection
+    (the client sees IncompleteRead); "bad-status" answers with a line that is not HTTP at all
+    (BadStatusLine).
+    """
+
+    kind: Literal["drip", "truncate", "bad-status"]
+    text: str = "ok"
+    interval_s: float = 0.05
+
+
+Reply = str | dict | tuple | Fault
 Handler = Callable[[dict], Reply]
 
 
@@ -127,11 +146,38 @@ class OpenAIServer:
                         reply = server._handler(req)
                     except Exception as e:  # noqa: BLE001 - a failing handler is a 500, as on a real server
                         reply = (500, json.dumps({"error": {"message": f"{type(e).__name__}: {e}"}}))
-                    status, body, headers = _to_response(req, reply, server.model)
+                    if not isinstance(reply, Fault):
+                        status, body, headers = _to_response(req, reply, server.model)
                 finally:
                     with server._lock:
                         server._in_flight -= 1
-                self._send(status, body, headers)
+                if isinstance(reply, Fault):
+                    self._fault(req, reply)
+                else:
+                    self._send(status, body, headers)
+
+            def _fault(self, req: dict, fault: Fault) -> None:
+                _, body, _ = _to_response(req, fault.text, server.model)
+                data = body.encode()
+                try:
+                    if fault.kind == "bad-status":
+                        self.wfile.write(b"NOT-HTTP garbage\r\n\r\n")
+                    else:
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        if fault.kind == "truncate":
+                            self.wfile.write(data[: len(data) // 2])
+                        else:  # drip
+                            for i in range(len(data)):
+                                self.wfile.write(data[i:i + 1])
+                                self.wfile.flush()
+                                time.sleep(fault.interval_s)
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
         self._server.daemon_threads = True
