@@ -5,11 +5,20 @@ sessions, rebuilt or deleted without touching the others. Writes that belong tog
 units and its done marker; traces and the units' trace fields) share one transaction, so a build
 killed at any point resumes without duplicating or losing work. Embedding matrices are written to a
 temporary file and renamed into place; their metadata row is committed after the rename.
+
+Every unit records its *source*: the done key of the window it came from, which names the window's
+content and the extraction settings. A build drops the units of sources that no longer exist (an
+edited, deleted or re-extracted window), so the store never serves text the conversation no longer
+holds. Deleted rows are overwritten on disk (`secure_delete`) and the WAL is truncated after a
+forget, so a forgotten sentence is not left in the directory. One writer at a time: `writer()`
+takes an exclusive lock file and names the process that holds it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import os
 import hashlib
 import json
 import re
@@ -32,13 +41,13 @@ from qgmem.types import (
     unit_from_dict,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: units.src (the window done key a unit came from)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS conversations (ns TEXT PRIMARY KEY, data TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS units (
-    ns TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    ns TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, src TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (ns, id));
 CREATE INDEX IF NOT EXISTS units_seq ON units (ns, seq);
 CREATE TABLE IF NOT EXISTS traces (
@@ -64,6 +73,10 @@ class StoreError(RuntimeError):
     pass
 
 
+class StoreBusy(StoreError):
+    """Another process is writing to the store."""
+
+
 def _safe_name(ns: str) -> str:
     """A file-name-safe, collision-free name for a namespace."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", ns)[:60]
@@ -80,15 +93,31 @@ class MemoryStore:
         self.emb_dir.mkdir(exist_ok=True)
         self.db_path = self.root / "store.sqlite"
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.db_path, timeout=60.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        self._writer_fd: int | None = None
+        self._writer_depth = 0
+        try:
+            self._db = sqlite3.connect(self.db_path, timeout=60.0, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA secure_delete=ON")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.db_path}: not a readable qgmem store ({e}); move it away and rebuild") from None
         if row is None:
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) == 1:
+            self._migrate_v1()
         elif int(row[0]) != SCHEMA_VERSION:
             raise StoreError(f"{self.db_path}: schema version {row[0]}, this qgmem reads {SCHEMA_VERSION}")
+
+    def _migrate_v1(self) -> None:
+        """v1 units have no source: give them none, so the next build re-extracts every window."""
+        with self._tx() as db:
+            cols = [r[1] for r in db.execute("PRAGMA table_info(units)").fetchall()]
+            if "src" not in cols:
+                db.execute("ALTER TABLE units ADD COLUMN src TEXT NOT NULL DEFAULT ''")
+            db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
@@ -110,6 +139,42 @@ class MemoryStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        if self._writer_fd is not None:
+            os.close(self._writer_fd)
+            self._writer_fd, self._writer_depth = None, 0
+
+    @contextmanager
+    def writer(self) -> Iterator[MemoryStore]:
+        """Hold the store's write lock (re-entrant in this process). A second writer fails at once
+        with the PID of the holder instead of repeating its work, paid LLM calls included."""
+        with self._lock:
+            if self._writer_depth == 0:
+                path = self.root / "writer.lock"
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+                    os.close(fd)
+                    raise StoreBusy(f"{self.root}: store is being built by {holder}; wait for it to finish") from None
+                os.ftruncate(fd, 0)
+                os.write(fd, f"PID {os.getpid()} (since {time.strftime('%Y-%m-%d %H:%M:%S')})".encode())
+                self._writer_fd = fd
+            self._writer_depth += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._writer_depth -= 1
+                if self._writer_depth == 0 and self._writer_fd is not None:
+                    os.ftruncate(self._writer_fd, 0)
+                    os.close(self._writer_fd)  # closing the descriptor releases the flock
+                    self._writer_fd = None
+
+    def compact(self) -> None:
+        """Fold the WAL into the database and truncate it (after a forget: no old page stays behind)."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def __enter__(self) -> MemoryStore:  # noqa: PYI034
         return self
@@ -146,8 +211,9 @@ class MemoryStore:
             (start,) = db.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM units WHERE ns=?", (ns,)).fetchone()
             for i, u in enumerate(units):
                 try:
-                    db.execute("INSERT INTO units VALUES (?, ?, ?, ?)",
-                               (ns, u.id, start + i, json.dumps(dataclasses.asdict(u), ensure_ascii=False)))
+                    db.execute("INSERT INTO units (ns, id, seq, data, src) VALUES (?, ?, ?, ?, ?)",
+                               (ns, u.id, start + i, json.dumps(dataclasses.asdict(u), ensure_ascii=False),
+                                done_key or ""))
                 except sqlite3.IntegrityError as e:
                     raise StoreError(f"namespace {ns!r}: unit id {u.id!r} already stored") from e
             if done_key is not None:
@@ -157,6 +223,32 @@ class MemoryStore:
         """Units of `ns` in insertion order."""
         rows = self._query("SELECT data FROM units WHERE ns=? ORDER BY seq", (ns,))
         return [unit_from_dict(json.loads(r[0])) for r in rows]
+
+    def unit_sources(self, ns: str) -> dict[str, list[str]]:
+        """Source (window done key) -> ids of the units it produced, in insertion order."""
+        out: dict[str, list[str]] = {}
+        for uid, src in self._query("SELECT id, src FROM units WHERE ns=? ORDER BY seq", (ns,)):
+            out.setdefault(src, []).append(uid)
+        return out
+
+    def drop_sources(self, ns: str, sources: list[str]) -> int:
+        """Remove the units and done markers of `sources` (stale windows); returns how many units went. Traces and embeddings are recomputed by the build that follows."""
+        if not sources:
+            return 0
+        removed = 0
+        with self._tx() as db:
+            for src in sources:
+                removed += db.execute("DELETE FROM units WHERE ns=? AND src=?", (ns, src)).rowcount
+                db.execute("DELETE FROM build_state WHERE ns=? AND step_key=?", (ns, src))
+        return removed
+
+    def reorder_units(self, ns: str, ids: list[str]) -> None:
+        """Give the units of `ns` the order of `ids` (all of them): the conversation's order, so
+        that units, traces and latest states do not depend on the order windows were built in."""
+        with self._tx() as db:
+            for i, uid in enumerate(ids):
+                if db.execute("UPDATE units SET seq=? WHERE ns=? AND id=?", (i, ns, uid)).rowcount != 1:
+                    raise StoreError(f"namespace {ns!r}: cannot reorder unknown unit {uid!r}")
 
     def update_units(self, ns: str, units: list[AtomicUnit]) -> None:
         """Rewrite stored units in place (same ids, same order); used for trace fields."""
@@ -215,6 +307,16 @@ class MemoryStore:
             return None
         return json.loads(ids_json), matrix, model
 
+    def drop_embeddings(self, ns: str, keep: tuple[str, ...] = ()) -> None:
+        """Remove the embedding matrices of `ns` except the kinds in `keep` (files included)."""
+        rows = self._query("SELECT kind, file FROM embeddings WHERE ns=?", (ns,))
+        gone = [(k, f) for k, f in rows if k not in keep]
+        with self._tx() as db:
+            for kind, _ in gone:
+                db.execute("DELETE FROM embeddings WHERE ns=? AND kind=?", (ns, kind))
+        for _, f in gone:
+            (self.emb_dir / f).unlink(missing_ok=True)
+
     # ------------------------------------------------------------------ generic records
     def put_records(self, ns: str, kind: str, records: list[dict[str, Any]]) -> None:
         """Replace the records of `ns`/`kind` (JSON-able dicts, e.g. AnchorMem facts, events, chunks)."""
@@ -248,6 +350,11 @@ class MemoryStore:
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)", (ns, key, error, raw, time.time()))
 
+    def drop_records(self, ns: str) -> None:
+        """Remove every generic record of `ns` (derived state such as AnchorMem facts and events)."""
+        with self._tx() as db:
+            db.execute("DELETE FROM records WHERE ns=?", (ns,))
+
     def clear_failure(self, ns: str, key: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM failures WHERE ns=? AND key=?", (ns, key))
@@ -267,3 +374,4 @@ class MemoryStore:
             (self.emb_dir / f).unlink(missing_ok=True)
         for stray in self.emb_dir.glob(f"{_safe_name(ns)}.*.npy"):
             stray.unlink(missing_ok=True)
+        self.compact()

@@ -1,9 +1,15 @@
 """QGMem memory construction: dialogue -> windows -> atomic units -> embeddings -> memory traces.
 
-`build_memory` is resumable and incremental: each window's units are committed together with the
-window's done marker, so a killed build resumes where it stopped, and a conversation that gained
-sessions only extracts the new windows. Claim embeddings are reused by unit id; traces are
-recomputed for the namespace (cheap) whenever its units changed.
+`build_memory` is resumable, incremental and content-addressed: a window's done key names its
+position, the content of its turns and the extraction settings, and its units are committed together
+with that key. A killed build resumes where it stopped; a conversation that gained sessions or turns
+extracts only the new windows; an edited or deleted turn changes its windows' keys, so their old units
+are dropped and the windows extracted again; other settings (window size, extractor, LLM, prompt)
+change every key, so the memory is rebuilt. Units are kept in conversation order whatever the order
+of builds, failures and resumes, so traces and latest states equal those of a fresh build. Claim
+embeddings are reused by unit id and text; traces are recomputed (cheap) whenever the units changed.
+A namespace is *complete* only when every window is extracted and its traces are current; a build
+with failed windows leaves it incomplete, and readers refuse it unless told to accept partial memory.
 """
 
 from __future__ import annotations
@@ -104,7 +110,8 @@ class PhaseStats:
 
 
 PHASES = ("extraction", "consolidation", "embedding")
-TRACES_DONE = "traces"  # build-state marker: units and traces of the namespace are complete and current
+TRACES_DONE = "traces"  # build-state marker: the traces are current for the stored units
+COMPLETE = "complete"  # build-state marker: every window extracted and the traces current
 
 
 @dataclass
@@ -112,6 +119,8 @@ class BuildReport:
     phases: dict[str, PhaseStats] = field(default_factory=lambda: {p: PhaseStats() for p in PHASES})
     namespaces: dict[str, dict[str, PhaseStats]] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)  # {"namespace", "key", "error"}
+    incomplete: dict[str, int] = field(default_factory=dict)  # namespace -> windows not extracted
+    dropped_units: int = 0  # units of edited, deleted or re-extracted windows removed
 
     def ns(self, ns: str) -> dict[str, PhaseStats]:
         return self.namespaces.setdefault(ns, {p: PhaseStats() for p in PHASES})
@@ -123,7 +132,7 @@ class BuildReport:
     def as_dict(self) -> dict[str, Any]:
         return {"phases": {k: asdict(v) for k, v in self.phases.items()},
                 "namespaces": {n: {k: asdict(v) for k, v in p.items()} for n, p in self.namespaces.items()},
-                "failures": self.failures}
+                "failures": self.failures, "incomplete": self.incomplete, "dropped_units": self.dropped_units}
 
     def table(self) -> str:
         cols = [("phase", None), ("units", "units"), ("traces", "traces"), ("windows", "windows"),
@@ -170,9 +179,43 @@ def conversation_windows(conv: Conversation, size: int = 6, overlap: int = 2) ->
     return [w for s in conv.sessions for w in make_windows(s, size, overlap)]
 
 
-def pending_windows(conv: Conversation, store: MemoryStore, cfg: BuildConfig) -> list[Window]:
+def extraction_identity(extractor: Extractor, cfg: BuildConfig) -> str:
+    """What decides a window's units besides its turns: window shape, extractor kind and settings,
+    and for an LLM extractor the model, server, request extras and prompt text."""
+    parts: dict[str, Any] = {"window": [cfg.window_size, cfg.window_overlap], "kind": getattr(extractor, "name", "?")}
+    if isinstance(extractor, RuleExtractor):
+        parts["rule"] = asdict(extractor.config)
+    elif isinstance(extractor, LLMExtractor):
+        from qgmem.llm.cache import backend_identity
+
+        inner = getattr(extractor.backend, "inner", extractor.backend)
+        parts.update(llm=backend_identity(inner), settings=asdict(extractor.config),
+                     prompt=hashlib.sha1(extractor.template.encode()).hexdigest())
+    else:
+        parts["custom"] = str(getattr(extractor, "identity", type(extractor).__name__))
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+def window_done_key(window: Window, identity: str) -> str:
+    """`extract:<session>#w<i>@<digest of the window's turns, session date and the identity>`."""
+    turns = [[t.id, t.speaker, t.text, t.image_caption] for t in window.turns]
+    blob = json.dumps([identity, window.session_date, window.session_date_text, len(window.context_turns), turns],
+                      ensure_ascii=False)
+    return f"extract:{window.key}@{hashlib.sha1(blob.encode()).hexdigest()[:16]}"
+
+
+def pending_windows(conv: Conversation, store: MemoryStore, cfg: BuildConfig,
+                    extractor: Extractor | None = None) -> list[Window]:
+    """Windows of `conv` whose current content has no units in the store yet."""
+    identity = extraction_identity(extractor or RuleExtractor(cfg.rule), cfg)
     done = store.done_keys(conv.id)
-    return [w for w in conversation_windows(conv, cfg.window_size, cfg.window_overlap) if f"extract:{w.key}" not in done]
+    return [w for w in conversation_windows(conv, cfg.window_size, cfg.window_overlap)
+            if window_done_key(w, identity) not in done]
+
+
+def is_complete(store: MemoryStore, ns: str) -> bool:
+    """Every window of the stored conversation extracted and the traces current."""
+    return store.is_done(ns, COMPLETE)
 
 
 def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBackend | None) -> Extractor:
@@ -187,23 +230,28 @@ def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBacken
     raise ValueError(f"unknown extractor {kind!r} (expected 'rule' or 'llm')")
 
 
+def _claim_key(u: AtomicUnit) -> str:
+    return f"{u.id}#{hashlib.sha1(u.text.encode()).hexdigest()[:12]}"
+
+
 def _embed_claims(store: MemoryStore, ns: str, units: list[AtomicUnit], embedder: TextEmbedder,
                   stats: PhaseStats) -> np.ndarray:
-    """Claim embeddings for `units` (in order), reusing stored rows by unit id."""
+    """Claim embeddings for `units` (in order), reusing stored rows of the same unit id and text."""
     prev = store.get_embeddings(ns, "claim")
     known: dict[str, np.ndarray] = {}
     if prev is not None and prev[2] == embedder.name:
         known = {i: row for i, row in zip(prev[0], prev[1])}
-    missing = [u for u in units if u.id not in known]
+    keys = [_claim_key(u) for u in units]
+    missing = [(k, u) for k, u in zip(keys, units) if k not in known]
     if missing:
-        vecs = embedder.encode([u.text for u in missing])
-        known.update({u.id: v for u, v in zip(missing, vecs)})
+        vecs = embedder.encode([u.text for _, u in missing])
+        known.update({k: v for (k, _), v in zip(missing, vecs)})
     stats.texts_encoded += len(missing)
     stats.texts_reused += len(units) - len(missing)
     dim = next(iter(known.values())).shape[0] if known else int(getattr(embedder, "dim", 384))
-    matrix = np.stack([known[u.id] for u in units]).astype(np.float32) if units else np.zeros((0, dim), np.float32)
-    if missing or prev is None or prev[0] != [u.id for u in units]:
-        store.set_embeddings(ns, "claim", [u.id for u in units], matrix, embedder.name)
+    matrix = np.stack([known[k] for k in keys]).astype(np.float32) if units else np.zeros((0, dim), np.float32)
+    if missing or prev is None or prev[0] != keys:
+        store.set_embeddings(ns, "claim", keys, matrix, embedder.name)
     return matrix
 
 
@@ -215,8 +263,10 @@ def _encode_unique(embedder: TextEmbedder, texts: list[str], stats: PhaseStats) 
     return vecs[[pos[t] for t in texts]] if texts else vecs
 
 
-def _traces_key(units: list[AtomicUnit], cfg: BuildConfig, consolidation: str) -> str:
-    h = hashlib.sha1(json.dumps([[u.id for u in units], asdict(cfg.traces), consolidation, cfg.embedder]).encode())
+def _traces_key(units: list[AtomicUnit], sources: list[str], cfg: BuildConfig, consolidation: str) -> str:
+    """Names the units (by id and source window content) and the trace settings."""
+    h = hashlib.sha1(json.dumps([[u.id for u in units], sources, asdict(cfg.traces), consolidation,
+                                 cfg.embedder]).encode())
     return f"traces@{h.hexdigest()[:16]}"
 
 
@@ -230,54 +280,89 @@ def build_memory(
     report: BuildReport | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
-    """Build (or extend, or resume) the memory of one conversation; returns its units and traces.
+    """Build (or extend, update, or resume) the memory of one conversation; returns its units and traces.
 
     With no `store`, a temporary one is used and discarded. `progress(n)` is called after every n
-    windows processed. Failed LLM windows are recorded in the store and `report`, not marked done.
+    windows processed. Failed LLM windows are recorded in the store and `report`, not marked done,
+    and leave the namespace incomplete (`is_complete`).
     """
     cfg = config or BuildConfig(extractor=extractor if isinstance(extractor, str) else "rule")
     if store is None:
         with tempfile.TemporaryDirectory(prefix="qgmem-build-") as tmp, MemoryStore(tmp) as st:
             return build_memory(conversation, extractor, llm, st, cfg, embedder, report, progress)
     report = report if report is not None else BuildReport()
-    ns = conversation.id
     if llm is None and (extractor == "llm" or cfg.consolidation == "llm"):
         from qgmem.llm import make_backend
 
         llm = make_backend(cfg.llm)
-    store.put_conversation(conversation)
     ex = _make_extractor(extractor, cfg, llm)
-    speakers = list(conversation.speakers) or sorted({t.speaker for t in conversation.turns()})
+    with store.writer():
+        sources = _extract(conversation, ex, llm, store, cfg, report, progress)
+        return _consolidate(conversation, extractor, ex, llm, store, cfg, embedder, report, sources)
 
-    # ---------------------------------------------------------------- extraction
+
+def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None, store: MemoryStore,
+             cfg: BuildConfig, report: BuildReport, progress: Callable[[int], None] | None) -> list[str]:
+    """Bring the stored units in line with the conversation; returns the window done keys in order."""
+    ns = conversation.id
+    store.put_conversation(conversation)
+    speakers = list(conversation.speakers) or sorted({t.speaker for t in conversation.turns()})
+    identity = extraction_identity(ex, cfg)
+    windows = conversation_windows(conversation, cfg.window_size, cfg.window_overlap)
+    keys = [window_done_key(w, identity) for w in windows]
+    current = set(keys)
+    done = {k for k in store.done_keys(ns) if k.startswith("extract:")}
+    stale = sorted((set(store.unit_sources(ns)) | done) - current)
+    report.dropped_units += store.drop_sources(ns, stale)
+    positions = {w.key for w in windows}
+    for f in store.failures(ns):  # failure records of windows that no longer exist
+        kind, _, pos = f["key"].partition(":")
+        if kind in ("extract", "reject") and pos not in positions:
+            store.clear_failure(ns, f["key"])
     st = PhaseStats()
-    all_windows = conversation_windows(conversation, cfg.window_size, cfg.window_overlap)
-    todo = pending_windows(conversation, store, cfg)
-    st.resumed_windows = len(all_windows) - len(todo)
+    todo = [(w, k) for w, k in zip(windows, keys) if k not in done]
+    st.resumed_windows = len(windows) - len(todo)
+    if stale or todo:
+        store.clear_done(ns, COMPLETE)
+        store.clear_done(ns, TRACES_DONE)
     if progress and st.resumed_windows:
         progress(st.resumed_windows)
+    key_of = {w.key: k for w, k in todo}
     t0, before = time.perf_counter(), _usage_snapshot(llm)
-    for res in ex.run(todo, ns, speakers):
-        _commit_window(store, ns, res, st, report)
+    for res in ex.run([w for w, _ in todo], ns, speakers):
+        _commit_window(store, ns, res, key_of[res.window.key], st, report)
         if progress:
             progress(1)
     st.seconds = time.perf_counter() - t0
     _usage_delta(st, before, _usage_snapshot(llm))
-    if st.windows:
-        store.clear_done(ns, TRACES_DONE)  # units changed: traces are stale until recomputed
-    units = store.units(ns)
-    st.units = len(units)
+    by_source = store.unit_sources(ns)
+    ordered = [uid for k in keys for uid in by_source.get(k, [])]
+    if ordered != [uid for ids in by_source.values() for uid in ids]:
+        store.reorder_units(ns, ordered)
+    missing = len(current - store.done_keys(ns))
+    if missing:
+        report.incomplete[ns] = missing
+    st.units = len(ordered)
     report.add(ns, "extraction", st)
+    return [k for k in keys if k in by_source]
 
-    # ---------------------------------------------------------------- embedding + consolidation
+
+def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Extractor, llm: ChatBackend | None,
+                 store: MemoryStore, cfg: BuildConfig, embedder: TextEmbedder | None, report: BuildReport,
+                 sources: list[str]) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
+    """Traces over the stored units (skipped when current); marks the namespace complete when no
+    window is missing."""
+    ns = conversation.id
+    units = store.units(ns)
     consolidation = cfg.consolidation if cfg.consolidation != "auto" else (
         "llm" if (extractor == "llm" or getattr(ex, "name", "") == "llm") else "rule")
-    key = _traces_key(units, cfg, consolidation)
+    key = _traces_key(units, sources, cfg, consolidation)
     if store.is_done(ns, key) and store.is_done(ns, TRACES_DONE):
         traces = store.traces(ns)
         report.add(ns, "consolidation", PhaseStats(traces=len(traces)))
         report.add(ns, "embedding", PhaseStats())
-        return store.units(ns), traces
+        _mark_complete(store, ns, report)
+        return units, traces
     if embedder is None:
         from qgmem.embed import get_embedder
 
@@ -301,30 +386,15 @@ def build_memory(
     est.seconds = time.perf_counter() - t0
     cst = PhaseStats()
     t1, before = time.perf_counter(), _usage_snapshot(llm)
-    roles_fn = None
-    if consolidation == "llm" and units:
-        if llm is None:
-            raise ValueError("consolidation='llm' needs an LLM backend")
-        from qgmem.construct.consolidate import LLMConsolidator
-
-        groups = group_traces(units, claim, relation, cfg.traces)
-        outcome = LLMConsolidator(llm).decide([[units[i] for i in g] for g in groups])
-        for gi, (err, raw) in outcome.failures.items():
-            fkey = f"consolidate:{units[groups[gi][0]].id}"
-            store.record_failure(ns, fkey, err + " (rule roles used instead)", raw)
-            report.failures.append({"namespace": ns, "key": fkey, "error": err})
-            cst.failed_traces += 1
-
-        def roles_fn(ti: int, members: list[int]) -> Any:
-            got = outcome.decided.get(ti)
-            return None if got is None else (got[0], {members[p] for p in got[1]})
-
+    roles_fn = _llm_roles(units, claim, relation, llm, store, cfg, report, cst) if consolidation == "llm" and units \
+        else None
     emb_before = est.seconds
     new_units, traces = build_traces(units, claim, relation, objects, cfg.traces, roles_fn)
     store.put_traces(ns, traces, new_units)
     store.clear_done(ns, "traces@")
     store.mark_done(ns, key)
     store.mark_done(ns, TRACES_DONE)
+    _mark_complete(store, ns, report)
     cst.seconds = time.perf_counter() - t1 - (est.seconds - emb_before)  # object encoding counts as embedding
     _usage_delta(cst, before, _usage_snapshot(llm))
     cst.traces = len(traces)
@@ -333,19 +403,50 @@ def build_memory(
     return new_units, traces
 
 
-def _commit_window(store: MemoryStore, ns: str, res: WindowResult, st: PhaseStats, report: BuildReport) -> None:
-    """Store a window's outcome: units + done marker in one transaction, or a failure record."""
-    w = res.window
+def _mark_complete(store: MemoryStore, ns: str, report: BuildReport) -> None:
+    if ns not in report.incomplete:
+        store.mark_done(ns, COMPLETE)
+
+
+def _llm_roles(units: list[AtomicUnit], claim: Any, relation: np.ndarray, llm: ChatBackend | None,
+               store: MemoryStore, cfg: BuildConfig, report: BuildReport, cst: PhaseStats) -> Any:
+    """Update/supplement roles decided by the LLM per trace group; rule roles where it failed."""
+    if llm is None:
+        raise ValueError("consolidation='llm' needs an LLM backend")
+    from qgmem.construct.consolidate import LLMConsolidator
+
+    ns = units[0].namespace
+    groups = group_traces(units, claim, relation, cfg.traces)
+    outcome = LLMConsolidator(llm).decide([[units[i] for i in g] for g in groups])
+    for gi, (err, raw) in outcome.failures.items():
+        fkey = f"consolidate:{units[groups[gi][0]].id}"
+        store.record_failure(ns, fkey, err + " (rule roles used instead)", raw)
+        report.failures.append({"namespace": ns, "key": fkey, "error": err})
+        cst.failed_traces += 1
+
+    def roles_fn(ti: int, members: list[int]) -> Any:
+        got = outcome.decided.get(ti)
+        return None if got is None else (got[0], {members[p] for p in got[1]})
+
+    return roles_fn
+
+
+def _commit_window(store: MemoryStore, ns: str, res: WindowResult, key: str, st: PhaseStats,
+                   report: BuildReport) -> None:
+    """Store a window's outcome: units + done marker (`key`) in one transaction, or a failure record
+    (kept by window position, `extract:<session>#w<i>` / `reject:...`, until the window succeeds)."""
     st.windows += 1
+    pos = res.window.key
     if res.error is not None:
         st.failed_windows += 1
-        store.record_failure(ns, f"extract:{w.key}", res.error, res.raw)
-        report.failures.append({"namespace": ns, "key": f"extract:{w.key}", "error": res.error})
+        store.record_failure(ns, f"extract:{pos}", res.error, res.raw)
+        report.failures.append({"namespace": ns, "key": f"extract:{pos}", "error": res.error})
         return
+    store.clear_failure(ns, f"reject:{pos}")
     if res.rejected:
         st.rejected_units += len(res.rejected)
         err, raw = rejected_summary(res.rejected)
-        store.record_failure(ns, f"reject:{w.key}", err, raw)
-        report.failures.append({"namespace": ns, "key": f"reject:{w.key}", "error": err})
-    store.add_units(ns, res.units, done_key=f"extract:{w.key}")
-    store.clear_failure(ns, f"extract:{w.key}")
+        store.record_failure(ns, f"reject:{pos}", err, raw)
+        report.failures.append({"namespace": ns, "key": f"reject:{pos}", "error": err})
+    store.add_units(ns, res.units, done_key=key)
+    store.clear_failure(ns, f"extract:{pos}")
