@@ -67,7 +67,10 @@ def from_dict(cls: type[T], data: dict[str, Any], where: str = "config") -> T:
 
 
 def _parse_scalar(text: str) -> Any:
-    return yaml.safe_load(text)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # not a YAML value (e.g. "a: b: c"): keep the text as a string
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -91,7 +94,12 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"config file not found: {p}")
-    data = yaml.safe_load(p.read_text()) or {}
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {' '.join(str(e).split())}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text ({e.reason})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping")
     return data

@@ -20,26 +20,41 @@ from qgmem.cli import main
 from qgmem.store import MemoryStore
 
 
-def test_bad_input_file_names_file_and_record(tmp_path, tiny_conversation) -> None:
+def _build(*argv: str) -> int:
+    return main(["build", "--no-progress", *argv])
+
+
+def test_bad_input_file_names_file_and_record(tmp_path, tiny_conversation, capsys) -> None:
     good = dataclasses.asdict(tiny_conversation)
     bad = dict(good)
     del bad["sessions"]
     f = tmp_path / "convs.json"
     f.write_text(json.dumps([good, bad]))
-    with pytest.raises(SystemExit, match=r"convs\.json: conversation \[1\]: bad or missing field: 'sessions'"):
-        main(["build", "--input", str(f), "--store", str(tmp_path / "s"), "--no-progress"])
+    assert _build("--input", str(f), "--store", str(tmp_path / "s")) == 2
+    err = capsys.readouterr().err
+    assert "convs.json: conversation [1]: bad or missing field: 'sessions'" in err and "Traceback" not in err
     f.write_text(json.dumps([good]))
-    with pytest.raises(SystemExit, match=r"unknown conversation id\(s\) \['nope'\]"):
-        main(["build", "--input", str(f), "--store", str(tmp_path / "s"), "--conversations", "nope"])
+    assert _build("--input", str(f), "--store", str(tmp_path / "s"), "--conversations", "nope") == 2
+    assert "unknown conversation id(s) ['nope']" in capsys.readouterr().err
+    assert _build("--input", str(tmp_path / "missing.json"), "--store", str(tmp_path / "s")) == 2
+    assert "file not found" in capsys.readouterr().err
+    assert _build("--input", str(f), "--store", str(tmp_path / "s"), "--limit-sessions", "-1") == 2
+    assert "--limit-sessions must be >= 1" in capsys.readouterr().err
 
 
-def test_bad_config_key_is_named(tmp_path, tiny_conversation) -> None:
+def test_bad_config_key_yaml_and_override_are_named(tmp_path, tiny_conversation, capsys) -> None:
     f = tmp_path / "convs.json"
     f.write_text(json.dumps([dataclasses.asdict(tiny_conversation)]))
     cfg = tmp_path / "build.yaml"
     cfg.write_text("traces:\n  relation_treshold: 0.9\n")
-    with pytest.raises(ValueError, match=r"build\.yaml\.traces: unknown key\(s\) \['relation_treshold'\]"):
-        main(["build", "--input", str(f), "--store", str(tmp_path / "s"), "--config", str(cfg)])
+    assert _build("--input", str(f), "--store", str(tmp_path / "s"), "--config", str(cfg)) == 2
+    assert "build.yaml.traces: unknown key(s) ['relation_treshold']" in capsys.readouterr().err
+    cfg.write_text("traces: [unclosed\n")
+    assert _build("--input", str(f), "--store", str(tmp_path / "s"), "--config", str(cfg)) == 2
+    assert "build.yaml: not valid YAML" in capsys.readouterr().err
+    assert _build("--input", str(f), "--store", str(tmp_path / "s"), "--set", "window_size=abc") == 2
+    assert "window_size" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists(), "nothing is written for a bad config"
 
 
 def _content(store_dir: Path) -> dict:

@@ -41,6 +41,7 @@ from qgmem.construct.traces import (
     tfidf_matrix,
 )
 from qgmem.construct.windows import Window, make_windows
+from qgmem.data.validate import InputLimits, check_conversation
 from qgmem.llm.base import ChatBackend
 from qgmem.llm.config import LLMConfig
 from qgmem.store import MemoryStore
@@ -76,6 +77,7 @@ class BuildConfig:
     llm_extract: LLMExtractConfig = field(default_factory=LLMExtractConfig)
     traces: TraceConfig = field(default_factory=TraceConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    limits: InputLimits = field(default_factory=InputLimits)
 
     def __post_init__(self) -> None:
         if self.extractor not in ("rule", "llm"):
@@ -120,6 +122,7 @@ class BuildReport:
     namespaces: dict[str, dict[str, PhaseStats]] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)  # {"namespace", "key", "error"}
     incomplete: dict[str, int] = field(default_factory=dict)  # namespace -> windows not extracted
+    warnings: list[str] = field(default_factory=list)  # input repairs (e.g. a date normalised or dropped)
     dropped_units: int = 0  # units of edited, deleted or re-extracted windows removed
 
     def ns(self, ns: str) -> dict[str, PhaseStats]:
@@ -132,7 +135,8 @@ class BuildReport:
     def as_dict(self) -> dict[str, Any]:
         return {"phases": {k: asdict(v) for k, v in self.phases.items()},
                 "namespaces": {n: {k: asdict(v) for k, v in p.items()} for n, p in self.namespaces.items()},
-                "failures": self.failures, "incomplete": self.incomplete, "dropped_units": self.dropped_units}
+                "failures": self.failures, "incomplete": self.incomplete, "dropped_units": self.dropped_units,
+                "warnings": self.warnings}
 
     def table(self) -> str:
         cols = [("phase", None), ("units", "units"), ("traces", "traces"), ("windows", "windows"),
@@ -291,6 +295,8 @@ def build_memory(
         with tempfile.TemporaryDirectory(prefix="qgmem-build-") as tmp, MemoryStore(tmp) as st:
             return build_memory(conversation, extractor, llm, st, cfg, embedder, report, progress)
     report = report if report is not None else BuildReport()
+    source = str(conversation.meta.get("source") or "<input>")
+    report.warnings += check_conversation(conversation, source, cfg.limits)  # before anything is written
     if llm is None and (extractor == "llm" or cfg.consolidation == "llm"):
         from qgmem.llm import make_backend
 

@@ -1,8 +1,11 @@
 """`qgmem build`: build QGMem memories (atomic units + traces) for a benchmark into a store.
 
 Resumable: rerunning the same command after a crash or kill continues where it stopped; rerunning
-with more sessions extends the namespaces. Ends with the build table (per phase: units, traces,
-failed windows, LLM calls, tokens, seconds), also written to `<store>/build_report.json`.
+with more sessions or edited turns updates the namespaces. Ends with the build table (per phase:
+units, traces, failed windows, LLM calls, tokens, seconds), also written to `<store>/build_report.json`.
+
+Exit codes: 0 = every memory complete; 1 = some windows failed (the failure table is printed and the
+memory stays incomplete until a rerun succeeds); 2 = bad input, config or store (one line, no traceback).
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from qgmem.config import apply_overrides, from_dict, to_dict
+from qgmem.config import ConfigError, apply_overrides, from_dict, read_yaml, to_dict
 from qgmem.construct.build import BuildConfig, BuildReport, build_memory, conversation_windows
+from qgmem.data.errors import DataError
 from qgmem.io import atomic_write_json
 from qgmem.types import Conversation
 
@@ -39,16 +43,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def make_config(args: argparse.Namespace) -> BuildConfig:
-    import yaml
-
+    """BuildConfig from --config, flags and --set overrides; any mistake is a ConfigError naming it."""
     data: dict = {}
     where = "build config"
+    if args.limit_sessions is not None and args.limit_sessions < 1:
+        raise ConfigError(f"--limit-sessions must be >= 1, got {args.limit_sessions}")
     if args.config:
-        path = Path(args.config)
-        if not path.exists():
-            raise SystemExit(f"qgmem build: config file not found: {path}")
-        data = yaml.safe_load(path.read_text()) or {}
-        where = str(path)
+        data = read_yaml(args.config)
+        where = str(args.config)
     over = list(args.overrides or [])
     if args.extractor:
         over.append(f"extractor={args.extractor}")
@@ -61,7 +63,12 @@ def make_config(args: argparse.Namespace) -> BuildConfig:
     if args.base_url:
         over.append(f"llm.base_url={args.base_url}")
     apply_overrides(data, over)
-    return from_dict(BuildConfig, data, where)
+    try:
+        return from_dict(BuildConfig, data, where)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def load_conversations(args: argparse.Namespace) -> list[Conversation]:
@@ -73,8 +80,10 @@ def load_conversations(args: argparse.Namespace) -> list[Conversation]:
         else:
             convs = load_dataset_by_name(args.dataset, data_dir=args.data_dir, download=False)
         convs = select_conversations(convs, args.conversations)
-    except ValueError as e:  # DataError (file, record, field) or an unknown id
-        raise SystemExit(f"qgmem build: {e}") from None
+    except DataError:
+        raise
+    except ValueError as e:  # an unknown id
+        raise DataError(args.input or args.dataset, "", str(e)) from None
     if args.limit_sessions:
         for c in convs:
             c.sessions = c.sessions[: args.limit_sessions]
@@ -82,12 +91,25 @@ def load_conversations(args: argparse.Namespace) -> list[Conversation]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from qgmem.store import StoreError
+
+    try:
+        cfg = make_config(args)
+        convs = load_conversations(args)
+        return _build(args, cfg, convs)
+    except (ConfigError, DataError, StoreError) as e:
+        print(f"qgmem build: {e}", file=sys.stderr)
+        return 2
+
+
+def _build(args: argparse.Namespace, cfg: BuildConfig, convs: list[Conversation]) -> int:
     from tqdm import tqdm
 
+    from qgmem.data.validate import check_conversation
     from qgmem.store import MemoryStore
 
-    cfg = make_config(args)
-    convs = load_conversations(args)
+    for c in convs:  # every conversation checked before anything is written
+        check_conversation(c, str(c.meta.get("source") or args.input or args.dataset), cfg.limits)
     store = MemoryStore(args.store)
     if args.rebuild:
         for c in convs:
@@ -111,8 +133,27 @@ def run(args: argparse.Namespace) -> int:
            "wall_seconds": round(wall, 2), "config": to_dict(cfg), **report.as_dict()}
     atomic_write_json(Path(args.store) / "build_report.json", out)
     print(report.table())
+    for w in report.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     n_fail = len(report.failures)
     print(f"\n{len(convs)} conversation(s) in {wall:.1f} s; store: {args.store}; "
           f"{n_fail} failure record(s)" + (" (see build_report.json)" if n_fail else ""))
     store.close()
+    if report.incomplete:
+        print(failure_table(report), file=sys.stderr)
+        missing = sum(report.incomplete.values())
+        print(f"qgmem build: memory incomplete: {missing} window(s) not extracted in {len(report.incomplete)} "
+              "namespace(s); rerun the same command to retry them", file=sys.stderr)
+        return 1
     return 0
+
+
+def failure_table(report: BuildReport, width: int = 100) -> str:
+    """One line per failed window: namespace, key, error (its end kept: that is where the cause is)."""
+    rows = [(f["namespace"], f["key"], " ".join(str(f["error"]).split())) for f in report.failures]
+    if not rows:
+        return ""
+    w1, w2 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
+    lines = [f"{'namespace':<{w1}}  {'window':<{w2}}  error", "-" * min(width, w1 + w2 + 30)]
+    lines += [f"{a:<{w1}}  {b:<{w2}}  {c if len(c) <= width else '...' + c[3 - width:]}" for a, b, c in rows]
+    return "\n".join(lines)

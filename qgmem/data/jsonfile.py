@@ -35,6 +35,8 @@ def read_json(path: str | Path) -> Any:
             raise DataError(path, f"line {e.lineno} column {e.colno}", f"invalid JSON: {e.msg}") from None
         except (lzma.LZMAError, EOFError) as e:
             raise DataError(path, "", f"corrupt xz stream: {e}") from None
+        except UnicodeDecodeError as e:
+            raise DataError(path, f"byte {e.start}", f"not UTF-8 text ({e.reason})") from None
 
 
 def iter_json_array(path: str | Path) -> Iterator[Any]:
@@ -52,6 +54,8 @@ def iter_json_array(path: str | Path) -> Iterator[Any]:
                 return False
             try:
                 chunk = f.read(_CHUNK)
+            except UnicodeDecodeError as e:
+                raise DataError(path, "", f"not UTF-8 text ({e.reason})") from None
             except (lzma.LZMAError, EOFError) as e:
                 raise DataError(path, "", f"corrupt xz stream: {e}") from None
             if not chunk:

@@ -115,15 +115,19 @@ def load_conversations_json(path: str | Path) -> list[Conversation]:
     """Conversations saved as JSON (one object or a list, in the shape of `qgmem.types`)."""
     from ..types import conversation_from_dict
 
+    from .jsonfile import read_json
+
     path = Path(path)
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = read_json(path)
     items = raw if isinstance(raw, list) else [raw]
     convs = []
     for i, d in enumerate(items):
         try:
-            convs.append(conversation_from_dict(d))
-        except (KeyError, TypeError) as e:
+            conv = conversation_from_dict(d)
+        except (KeyError, TypeError, AttributeError) as e:
             raise DataError(path, f"conversation [{i}]", f"bad or missing field: {e}") from None
+        conv.meta.setdefault("source", path.name)
+        convs.append(conv)
     return convs
 
 
