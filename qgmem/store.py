@@ -201,6 +201,15 @@ class MemoryStore:
             raise KeyError(f"{self.db_path}: no conversation stored for namespace {ns!r}")
         return conversation_from_dict(json.loads(rows[0][0]))
 
+    def set_settings(self, ns: str, settings: dict[str, Any]) -> None:
+        """The settings `ns` was built with (so forget and reopen rebuild it the same way)."""
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"settings:{ns}", json.dumps(settings)))
+
+    def settings(self, ns: str) -> dict[str, Any] | None:
+        rows = self._query("SELECT value FROM meta WHERE key=?", (f"settings:{ns}",))
+        return json.loads(rows[0][0]) if rows else None
+
     # ------------------------------------------------------------------ units
     def add_units(self, ns: str, units: list[AtomicUnit], done_key: str | None = None) -> None:
         """Append units (in order) to `ns`; with `done_key`, mark that step done in the same transaction."""
@@ -370,6 +379,7 @@ class MemoryStore:
         with self._tx() as db:
             for table in ("conversations", "units", "traces", "embeddings", "records", "build_state", "failures"):
                 db.execute(f"DELETE FROM {table} WHERE ns=?", (ns,))
+            db.execute("DELETE FROM meta WHERE key=?", (f"settings:{ns}",))
         for f in files:
             (self.emb_dir / f).unlink(missing_ok=True)
         for stray in self.emb_dir.glob(f"{_safe_name(ns)}.*.npy"):

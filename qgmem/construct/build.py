@@ -24,13 +24,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from qgmem.config import from_dict, to_dict
 from qgmem.construct.extractor import Extractor, WindowResult
-from qgmem.construct.llm_extract import (
-    PHASE,
-    LLMExtractConfig,
-    LLMExtractor,
-    rejected_summary,
-)
+from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected_summary
+from qgmem.construct.report import BuildReport, PhaseStats, usage_delta, usage_snapshot
 from qgmem.construct.rule import RuleConfig, RuleExtractor
 from qgmem.construct.traces import (
     TraceConfig,
@@ -86,97 +83,8 @@ class BuildConfig:
             raise ValueError(f"BuildConfig.consolidation: {self.consolidation!r} is not 'rule', 'llm' or 'auto'")
 
 
-@dataclass
-class PhaseStats:
-    """One row of the build table (AnchorMem Table 4 shape); unused columns stay 0."""
-
-    units: int = 0
-    traces: int = 0
-    windows: int = 0
-    resumed_windows: int = 0  # already done in an earlier (interrupted) run
-    failed_windows: int = 0
-    rejected_units: int = 0
-    failed_traces: int = 0
-    texts_encoded: int = 0
-    texts_reused: int = 0
-    llm_calls: int = 0
-    llm_failed: int = 0
-    llm_cached: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
-
-    def add(self, other: PhaseStats) -> None:
-        for k, v in asdict(other).items():
-            setattr(self, k, getattr(self, k) + v)
-
-
-PHASES = ("extraction", "consolidation", "embedding")
 TRACES_DONE = "traces"  # build-state marker: the traces are current for the stored units
 COMPLETE = "complete"  # build-state marker: every window extracted and the traces current
-
-
-@dataclass
-class BuildReport:
-    phases: dict[str, PhaseStats] = field(default_factory=lambda: {p: PhaseStats() for p in PHASES})
-    namespaces: dict[str, dict[str, PhaseStats]] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)  # {"namespace", "key", "error"}
-    incomplete: dict[str, int] = field(default_factory=dict)  # namespace -> windows not extracted
-    warnings: list[str] = field(default_factory=list)  # input repairs (e.g. a date normalised or dropped)
-    dropped_units: int = 0  # units of edited, deleted or re-extracted windows removed
-
-    def ns(self, ns: str) -> dict[str, PhaseStats]:
-        return self.namespaces.setdefault(ns, {p: PhaseStats() for p in PHASES})
-
-    def add(self, ns: str, phase: str, stats: PhaseStats) -> None:
-        self.ns(ns)[phase].add(stats)
-        self.phases[phase].add(stats)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"phases": {k: asdict(v) for k, v in self.phases.items()},
-                "namespaces": {n: {k: asdict(v) for k, v in p.items()} for n, p in self.namespaces.items()},
-                "failures": self.failures, "incomplete": self.incomplete, "dropped_units": self.dropped_units,
-                "warnings": self.warnings}
-
-    def table(self) -> str:
-        cols = [("phase", None), ("units", "units"), ("traces", "traces"), ("windows", "windows"),
-                ("failed win", "failed_windows"), ("rejected", "rejected_units"), ("failed tr", "failed_traces"),
-                ("encoded", "texts_encoded"), ("LLM calls", "llm_calls"), ("LLM failed", "llm_failed"), ("cached", "llm_cached"),
-                ("prompt tok", "prompt_tokens"), ("compl tok", "completion_tokens"), ("seconds", "seconds")]
-        rows = [[c for c, _ in cols]]
-        total = PhaseStats()
-        for name in PHASES:
-            st = self.phases[name]
-            total.add(st)
-            rows.append([name] + [_fmt(getattr(st, a)) for _, a in cols[1:]])
-        total.units, total.traces = self.phases["extraction"].units, self.phases["consolidation"].traces
-        rows.append(["total"] + [_fmt(getattr(total, a)) for _, a in cols[1:]])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
-        lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
-        lines.insert(1, "-" * len(lines[0]))
-        return "\n".join(lines)
-
-
-def _fmt(v: Any) -> str:
-    return f"{v:.1f}" if isinstance(v, float) else str(v)
-
-
-def _usage_snapshot(backend: ChatBackend | None) -> dict[str, Any]:
-    if backend is None:
-        return {}
-    p = backend.usage.phases.get(PHASE)
-    return asdict(p) if p is not None else {}
-
-
-def _usage_delta(stats: PhaseStats, before: dict[str, Any], after: dict[str, Any]) -> None:
-    def d(k: str) -> Any:
-        return after.get(k, 0) - before.get(k, 0)
-
-    stats.llm_calls += d("calls")
-    stats.llm_failed += d("failed")
-    stats.llm_cached += d("cached")
-    stats.prompt_tokens += d("prompt_tokens")
-    stats.completion_tokens += d("completion_tokens")
 
 
 def conversation_windows(conv: Conversation, size: int = 6, overlap: int = 2) -> list[Window]:
@@ -215,6 +123,12 @@ def pending_windows(conv: Conversation, store: MemoryStore, cfg: BuildConfig,
     done = store.done_keys(conv.id)
     return [w for w in conversation_windows(conv, cfg.window_size, cfg.window_overlap)
             if window_done_key(w, identity) not in done]
+
+
+def stored_config(store: MemoryStore, ns: str) -> BuildConfig | None:
+    """The BuildConfig `ns` was last built with, or None for a namespace built before it was recorded."""
+    got = (store.settings(ns) or {}).get("build")
+    return from_dict(BuildConfig, got, f"{store.db_path}: settings of {ns!r}") if got else None
 
 
 def is_complete(store: MemoryStore, ns: str) -> bool:
@@ -312,6 +226,7 @@ def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None,
     """Bring the stored units in line with the conversation; returns the window done keys in order."""
     ns = conversation.id
     store.put_conversation(conversation)
+    store.set_settings(ns, {"build": to_dict(cfg)})
     speakers = list(conversation.speakers) or sorted({t.speaker for t in conversation.turns()})
     identity = extraction_identity(ex, cfg)
     windows = conversation_windows(conversation, cfg.window_size, cfg.window_overlap)
@@ -321,9 +236,10 @@ def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None,
     stale = sorted((set(store.unit_sources(ns)) | done) - current)
     report.dropped_units += store.drop_sources(ns, stale)
     positions = {w.key for w in windows}
-    for f in store.failures(ns):  # failure records of windows that no longer exist
+    changed = {k[len("extract:"):].split("@")[0] for k in stale}
+    for f in store.failures(ns):  # failure records (raw replies) of windows gone or changed
         kind, _, pos = f["key"].partition(":")
-        if kind in ("extract", "reject") and pos not in positions:
+        if kind in ("extract", "reject") and (pos not in positions or pos in changed):
             store.clear_failure(ns, f["key"])
     st = PhaseStats()
     todo = [(w, k) for w, k in zip(windows, keys) if k not in done]
@@ -334,13 +250,13 @@ def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None,
     if progress and st.resumed_windows:
         progress(st.resumed_windows)
     key_of = {w.key: k for w, k in todo}
-    t0, before = time.perf_counter(), _usage_snapshot(llm)
+    t0, before = time.perf_counter(), usage_snapshot(llm)
     for res in ex.run([w for w, _ in todo], ns, speakers):
         _commit_window(store, ns, res, key_of[res.window.key], st, report)
         if progress:
             progress(1)
     st.seconds = time.perf_counter() - t0
-    _usage_delta(st, before, _usage_snapshot(llm))
+    usage_delta(st, before, usage_snapshot(llm))
     by_source = store.unit_sources(ns)
     ordered = [uid for k in keys for uid in by_source.get(k, [])]
     if ordered != [uid for ids in by_source.values() for uid in ids]:
@@ -391,7 +307,7 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
 
     est.seconds = time.perf_counter() - t0
     cst = PhaseStats()
-    t1, before = time.perf_counter(), _usage_snapshot(llm)
+    t1, before = time.perf_counter(), usage_snapshot(llm)
     roles_fn = _llm_roles(units, claim, relation, llm, store, cfg, report, cst) if consolidation == "llm" and units \
         else None
     emb_before = est.seconds
@@ -402,7 +318,7 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
     store.mark_done(ns, TRACES_DONE)
     _mark_complete(store, ns, report)
     cst.seconds = time.perf_counter() - t1 - (est.seconds - emb_before)  # object encoding counts as embedding
-    _usage_delta(cst, before, _usage_snapshot(llm))
+    usage_delta(cst, before, usage_snapshot(llm))
     cst.traces = len(traces)
     report.add(ns, "embedding", est)
     report.add(ns, "consolidation", cst)

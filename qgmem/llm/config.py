@@ -32,7 +32,7 @@ class LLMConfig:
     dtype: str | None = None  # hf: "float32", "bfloat16", "float16"; None: bf16 on cuda, fp32 on cpu
     batch_size: int = 8  # hf: prompts generated together (left padding) in complete_many
     backoff_base_s: float = 1.0  # http: first retry waits about this long, doubling each time
-    backoff_max_s: float = 30.0  # http: cap for one wait (also caps Retry-After)
+    backoff_max_s: float = 30.0  # http: cap for one backoff wait (a server's Retry-After is honoured up to 300 s)
     cache_sampled: bool = False  # also cache temperature > 0 replies (makes sampling repeat itself)
 
     def __post_init__(self) -> None:
