@@ -11,8 +11,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from qgmem.training.prepare import save_prepared
-from qgmem.training.trainer import TrainConfig, shuffled_graphs, train
+from qgmem.training.prepared import save_prepared
+from qgmem.training.config import TrainConfig
+from qgmem.training.examples import shuffled_graphs
+from qgmem.training.trainer import train
 from qgmem.config import load_config
 from qgmem.testing.tiny_models import make_tiny
 
@@ -74,7 +76,7 @@ def tiny_setup(tmp_path_factory) -> tuple[Path, Path]:
 
 def _cfg(llm_dir: Path, prepared: Path, out: Path, *overrides: str) -> TrainConfig:
     base = [
-        f"output_dir={out}", f"model.name={llm_dir}", f"data.dir={prepared}", "data.prepare_if_missing=false",
+        f"output_dir={out}", f"model.name={llm_dir}", f"data.dir={prepared}",
         "data.max_length=160", "encoder.hidden=32", "encoder.heads=2", "encoder.projector_hidden=64",
         "encoder.dropout=0.1", "optim.lr=3e-3", "optim.warmup_steps=2", "optim.batch_size=4",
         "optim.eval_batch_size=6", "eval.every=5", "save_every=5", "progress=false", "eval.test_gen_examples=2",
