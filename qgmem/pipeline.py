@@ -23,6 +23,7 @@ from typing import Any
 from qgmem.config import from_dict
 from qgmem.graph.local_graph import GraphConfig
 from qgmem.llm.base import ChatBackend
+from qgmem.model.collate import GraphExample
 from qgmem.model.inputs import InputConfig, build_example
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.types import Conversation, Question, Session, WorkingMemory
@@ -172,13 +173,19 @@ class MemoryPipeline:
         return q
 
     # -- answers ----------------------------------------------------------------------------
+    def example(self, question: str | Question, namespace: str | None = None) -> tuple[WorkingMemory, GraphExample]:
+        """The working memory of `question` and the model example built from it (the same
+        `build_example` step that prepared the training data)."""
+        q = self._question(question, namespace)
+        wm = self.retriever.activate(q, k=self.k)
+        emb = self.retriever.embedder
+        return wm, build_example(wm, emb.encode, self.inputs, embed_dim=emb.dim)
+
     def answer(self, question: str | Question, namespace: str | None = None) -> Answer:
         from qgmem.answer import answer_messages, parse_answer
 
         q = self._question(question, namespace)
-        wm = self.retriever.activate(q, k=self.k)
-        emb = self.retriever.embedder
-        ex = build_example(wm, emb.encode, self.inputs, embed_dim=emb.dim)
+        wm, ex = self.example(q)
         if self.model is not None:
             raw = self.model.generate(self._collator([ex]), max_new_tokens=self.max_new_tokens)[0]
         else:

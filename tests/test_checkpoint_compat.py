@@ -56,8 +56,9 @@ def test_old_checkpoint_settings_reach_the_pipeline(tmp_path, monkeypatch, tiny_
 
     # the fixture was written with a hashed 16-dim embedder (offline, no model download)
     real_get, real_counter = qgmem.embed.get_embedder, method.TokenCounter
+    hashed = HashEmbedder(dim=16)
     monkeypatch.setattr(qgmem.embed, "get_embedder",
-                        lambda name="minilm", device=None: HashEmbedder(dim=16) if name == "hash" else real_get(name, device))
+                        lambda name="minilm", device=None: hashed if name == "hash" else real_get(name, device))
     monkeypatch.setattr(method, "TokenCounter", lambda kind, embedder=None: real_counter("whitespace", embedder))
     llm, tok = make_tiny("qwen3", seed=0)
     pipe = MemoryPipeline.from_pretrained(CKPT, llm=(llm, tok), store_dir=tmp_path / "store", max_new_tokens=4)

@@ -298,7 +298,8 @@ def config_from_file(path: str | None, overrides: list[str]) -> tuple[PrepareCon
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="prepare YAML, or a train YAML (the prepare YAML its data.prepare names, and data.dir)")
+    parser.add_argument("--config", help="prepare YAML, or a train YAML (the prepare YAML its "
+                        "data.prepare names, and data.dir)")
     parser.add_argument("--out", help="output directory (default: data.dir of a train config)")
     parser.add_argument("--partial", action="store_true",
                         help="write the dataset now from the conversations already finished (no building); "

@@ -90,13 +90,17 @@ class Run:
             print(*a, flush=True)
 
 
+class PreparedSetMissing(FileNotFoundError):
+    """``data.dir`` holds no prepared set; the message names the command that writes it."""
+
+
 def load_data(cfg: TrainConfig) -> tuple[dict[str, Any], ExampleDataset, ExampleDataset, ExampleDataset]:
     """(prepare meta, train, val, test) of the prepared set; a missing set is one clear error."""
     from qgmem.training.prepared import load_prepared
 
     data_dir = Path(cfg.data.dir)
     if not (data_dir / "prepare_meta.json").exists():
-        raise FileNotFoundError(f"{data_dir}: no prepared set; prepare it first with: {cfg.data.prepare_command()}")
+        raise PreparedSetMissing(f"{data_dir}: no prepared set; prepare it first with: {cfg.data.prepare_command()}")
     meta, splits = load_prepared(data_dir, prepare_hint=cfg.data.prepare_command())
     nd, ed = int(meta["node_dim"]), int(meta["edge_dim"])
     sets = [ExampleDataset(splits[s], nd, ed, lim) for s, lim in
@@ -342,7 +346,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    res = train(load_train_config(args.config, args.model_config, args.overrides))
+    try:
+        res = train(load_train_config(args.config, args.model_config, args.overrides))
+    except PreparedSetMissing as e:  # one clear line, not a traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0 if res else 1
 
 
