@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Graph-token training entry point (see qgmem/train.py):
+"""Graph-token training entry point (see qgmem/training/trainer.py):
 
     accelerate launch --config_file configs/accelerate/cpu.yaml train.py --config configs/train/smollm2_cpu.yaml [key=value ...]
 """

@@ -40,7 +40,7 @@ def main() -> int:
     from qgmem.graph import GraphConfig, feature_dims
     from qgmem.model import EncoderConfig
     from qgmem.llm.hf import local_model_path
-    from qgmem.model import GraphTokenLM, example_from_working_memory
+    from qgmem.model import GraphTokenLM, InputConfig, build_example
     from qgmem.types import AtomicUnit, MemoryItem, Question, WorkingMemory
 
     path = local_model_path("smollm2")
@@ -60,8 +60,8 @@ def main() -> int:
             u = AtomicUnit(f"u{i}-{j}", "ns", "S1", f"Person{i} visited city{j} with friend{j}.", f"D1:{j}",
                            f"D1:{j}", [f"D1:{j}"], f"Person{i}", "I", "visited", f"city{j}", utterance_time="2023-05-08")
             items.append(MemoryItem(f"M{j + 1}", "unit", u.text, u.turn_ids, unit=u))
-        exs.append(example_from_working_memory(WorkingMemory(q, items, "qgmem"), emb.encode, gcfg,
-                                               answer=f"city{i}", embed_dim=emb.dim))
+        exs.append(build_example(WorkingMemory(q, items, "qgmem"), emb.encode,
+                                 InputConfig(graph=gcfg, text_with_graph=True), answer=f"city{i}", embed_dim=emb.dim))
     system = "Answer the question from the memory."
     batch = lm.make_collator(1024, system=system)(exs)
     gen = lm.make_collator(1024, mode="generate", system=system)

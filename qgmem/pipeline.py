@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qgmem.graph.local_graph import GraphConfig, build_local_graph
+from qgmem.config import from_dict
+from qgmem.graph.local_graph import GraphConfig
 from qgmem.llm.base import ChatBackend
+from qgmem.model.collate import GraphExample
+from qgmem.model.inputs import InputConfig, build_example
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.types import Conversation, Question, Session, WorkingMemory
 
@@ -35,13 +38,33 @@ class Answer:
     invalid_labels: list[str] = field(default_factory=list)  # cited labels naming no memory item
 
 
+@dataclass
+class InferenceSettings:
+    """What a checkpoint fixes for inference: how memories are retrieved and turned into input."""
+
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    inputs: InputConfig = field(default_factory=InputConfig)
+    k: int = 10  # working-memory size
+
+
+def inference_settings(prepare: dict[str, Any] | None, where: str = "extra.prepare") -> InferenceSettings:
+    """The inference settings in a prepare config dict (a checkpoint's ``extra.prepare``, or
+    ``config`` of a prepared set's prepare_meta.json). Reads only the keys inference needs, so
+    both today's prepare config and the one of qgmem 0.1.0 (which also had its own ``k``) load."""
+    d = dict(prepare or {})
+    retrieval = from_dict(RetrievalConfig, dict(d.get("retrieval") or {}), f"{where}.retrieval")
+    graph = from_dict(GraphConfig, dict(d.get("graph") or {}), f"{where}.graph")
+    k = int(d["k"]) if d.get("k") is not None else retrieval.k  # 0.1.0 stored k next to retrieval
+    return InferenceSettings(retrieval=retrieval, inputs=InputConfig(graph=graph,
+                             text_with_graph=bool(d.get("text_with_graph", False))), k=k)
+
+
 class MemoryPipeline:
     """One store of memories (a namespace per user/conversation) + one answerer."""
 
     def __init__(self, *, model: Any = None, llm: ChatBackend | None = None, store_dir: str | Path | None = None,
-                 retrieval: RetrievalConfig | None = None, graph: GraphConfig | None = None, k: int = 10,
-                 max_length: int = 2048, max_new_tokens: int = 64, text_with_graph: bool = False,
-                 system: str | None = None):
+                 retrieval: RetrievalConfig | None = None, inputs: InputConfig | None = None, k: int = 10,
+                 max_length: int = 2048, max_new_tokens: int = 64, system: str | None = None):
         from qgmem.retrieve.method import QGMemRetriever
         from qgmem.store import MemoryStore
 
@@ -49,9 +72,8 @@ class MemoryPipeline:
             raise ValueError("MemoryPipeline needs a GraphTokenLM (model=) or a ChatBackend (llm=)")
         self.model, self.llm = model, llm
         self.retrieval = retrieval or RetrievalConfig()
-        self.graph_cfg = graph or GraphConfig()
+        self.inputs = inputs or InputConfig()
         self.k, self.max_length, self.max_new_tokens = k, max_length, max_new_tokens
-        self.text_with_graph = text_with_graph
         if store_dir is None:
             from qgmem.paths import cache_dir
 
@@ -85,20 +107,15 @@ class MemoryPipeline:
             if not isinstance(llm, ChatBackend):
                 raise TypeError(f"without a checkpoint, llm must be a ChatBackend or LLMConfig, got {type(llm).__name__}")
             return cls(llm=llm, store_dir=store_dir, retrieval=retrieval, k=k or 10, max_new_tokens=max_new_tokens,
-                       text_with_graph=True)
-        from qgmem.config import from_dict
-        from qgmem.model.graph_token_lm import GraphTokenLM
-        from qgmem.training.prepare import PrepareConfig
-
+                       inputs=InputConfig(text_with_graph=True))
         ck = Path(checkpoint)
         model = _load_model(ck, llm, device, torch_dtype)
         extra = dict(getattr(model, "extra", {}) or {})
-        prep = from_dict(PrepareConfig, extra["prepare"], f"{ck}: extra.prepare") if extra.get("prepare") else None
-        return cls(model=model, store_dir=store_dir,
-                   retrieval=retrieval or (prep.retrieval if prep else None),
-                   graph=model.graph_cfg or (prep.graph if prep else None),
-                   k=k or (prep.k if prep else 10), max_length=int(extra.get("max_length", 2048)),
-                   max_new_tokens=max_new_tokens, text_with_graph=prep.text_with_graph if prep else False,
+        st = inference_settings(extra.get("prepare"), f"{ck}: extra.prepare")
+        if model.graph_cfg is not None:  # the graphs the encoder was trained on
+            st.inputs.graph = model.graph_cfg
+        return cls(model=model, store_dir=store_dir, retrieval=retrieval or st.retrieval, inputs=st.inputs,
+                   k=k or st.k, max_length=int(extra.get("max_length", 2048)), max_new_tokens=max_new_tokens,
                    system=extra.get("system"))
 
     # -- memory -----------------------------------------------------------------------------
@@ -156,23 +173,24 @@ class MemoryPipeline:
         return q
 
     # -- answers ----------------------------------------------------------------------------
-    def answer(self, question: str | Question, namespace: str | None = None) -> Answer:
-        from qgmem.answer import answer_messages, parse_answer, question_text, serialize_working_memory
-
+    def example(self, question: str | Question, namespace: str | None = None) -> tuple[WorkingMemory, GraphExample]:
+        """The working memory of `question` and the model example built from it (the same
+        `build_example` step that prepared the training data)."""
         q = self._question(question, namespace)
         wm = self.retriever.activate(q, k=self.k)
         emb = self.retriever.embedder
-        graph = build_local_graph(wm, emb.encode, self.graph_cfg, embed_dim=emb.dim)
-        if self.model is not None:
-            from qgmem.model.collate import GraphExample
+        return wm, build_example(wm, emb.encode, self.inputs, embed_dim=emb.dim)
 
-            text = serialize_working_memory(wm, with_graph=self.text_with_graph, graph=graph)
-            ex = GraphExample(question=question_text(q), memory_text=text, answer=None, graph=graph, id=q.id)
+    def answer(self, question: str | Question, namespace: str | None = None) -> Answer:
+        from qgmem.answer import answer_messages, parse_answer
+
+        q = self._question(question, namespace)
+        wm, ex = self.example(q)
+        if self.model is not None:
             raw = self.model.generate(self._collator([ex]), max_new_tokens=self.max_new_tokens)[0]
         else:
-            text = serialize_working_memory(wm, with_graph=self.text_with_graph, graph=graph)
-            raw = self.llm.chat(answer_messages(q, text, system=self.system), temperature=0.0, max_tokens=self.max_new_tokens,
-                                phase="generation").text
+            raw = self.llm.chat(answer_messages(q, ex.memory_text, system=self.system), temperature=0.0,
+                                max_tokens=self.max_new_tokens, phase="generation").text
         ans, labels = parse_answer(raw)
         known = {it.label for it in wm.items}
         return Answer(text=ans, cited_labels=[lab for lab in labels if lab in known], working_memory=wm, raw=raw,

@@ -29,7 +29,7 @@ def empty() -> Data:
 
 def encoder(llm_hidden: int = 24) -> GraphTokenEncoder:
     torch.manual_seed(0)
-    return GraphTokenEncoder(CFG, llm_hidden).eval()
+    return GraphTokenEncoder.from_config(CFG, llm_hidden).eval()
 
 
 def test_output_shape_follows_llm_hidden() -> None:

@@ -241,13 +241,13 @@ def test_bf16_llm_gets_bf16_graph_tokens_and_fp32_encoder_grads() -> None:
     assert grads and all(g.dtype == torch.float32 and torch.isfinite(g).all() for g in grads)
 
 
-def test_example_from_working_memory_and_text_only_generation() -> None:
-    from qgmem.model import example_from_working_memory
+def test_build_example_and_text_only_generation() -> None:
+    from qgmem.model import InputConfig, build_example
 
     q = Question("qa", "what colour is item3 ?", ["red"], "4", question_time="2023-09-01")
     u = unit(1, "item3", "has colour", "red")
     wm = WorkingMemory(q, [MemoryItem("M1", "unit", u.text, u.turn_ids, unit=u)], "qgmem")
-    ex = example_from_working_memory(wm, hash_embed, GCFG, answer="red", embed_dim=DIM)
+    ex = build_example(wm, hash_embed, InputConfig(graph=GCFG, text_with_graph=True), answer="red", embed_dim=DIM)
     assert ex.id == "qa" and ex.answer == "red" and "2023-09-01" in ex.question
     assert ex.graph.edge_text == ["has colour"] and "(item3) -[has colour]-> (red) [M1]" in ex.memory_text
     lm = make_lm("qwen3").eval()

@@ -12,7 +12,7 @@ from qgmem.graph.local_graph import GraphConfig
 from qgmem.llm.scripted import ScriptedBackend
 from qgmem.model.graph_token_lm import GraphTokenLM
 from qgmem.pipeline import Answer, MemoryPipeline
-from qgmem.training.prepare import PrepareConfig
+from qgmem.retrieve.config import RetrievalConfig
 from qgmem.types import Question
 from qgmem.testing.tiny_models import make_tiny
 
@@ -26,11 +26,13 @@ def tiny_checkpoint(tmp_path):
     llm_dir = tmp_path / "llm"
     llm.save_pretrained(llm_dir)
     tok.save_pretrained(llm_dir)
-    prep = PrepareConfig(k=4, graph=GraphConfig(max_edges=4))
-    prep.retrieval.rerank.kind = "none"
+    retrieval = RetrievalConfig(k=4)
+    retrieval.rerank.kind = "none"
+    graph = GraphConfig(max_edges=4)
+    prepare = {"dataset": "locomo", "graph": to_dict(graph), "retrieval": to_dict(retrieval), "text_with_graph": False}
     model = GraphTokenLM(llm, tok, EncoderConfig(node_dim=384, edge_dim=388, hidden=32, heads=2, projector_hidden=64),
-                         graph_cfg=prep.graph, base_model=str(llm_dir),
-                         extra={"model_name": str(llm_dir), "max_length": 400, "prepare": to_dict(prep)})
+                         graph_cfg=graph, base_model=str(llm_dir),
+                         extra={"model_name": str(llm_dir), "max_length": 400, "prepare": prepare})
     ck = tmp_path / "ck"
     model.save_pretrained(ck)
     return ck
@@ -52,7 +54,7 @@ def test_checkpoint_round_trip(tiny_checkpoint, tiny_conversation, tmp_path):
     from qgmem.answer import serialize_working_memory
 
     emb = pipe.retriever.embedder
-    g = build_local_graph(ans.working_memory, emb.encode, pipe.graph_cfg, embed_dim=emb.dim)
+    g = build_local_graph(ans.working_memory, emb.encode, pipe.inputs.graph, embed_dim=emb.dim)
     ex = GraphExample(question="Where does Alice work now?", memory_text=serialize_working_memory(
         ans.working_memory, with_graph=False, graph=g), answer=None, graph=g)
     assert pipe.model.generate(pipe.model.make_collator(400, mode="generate")([ex]), max_new_tokens=6)[0] == ans.raw

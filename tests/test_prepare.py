@@ -12,7 +12,8 @@ import torch
 
 import qgmem.training.prepare as prep
 from qgmem.config import ConfigError, load_config
-from qgmem.training.prepare import PrepareConfig, assign_splits, finalize_partial, load_prepared, prepare_dataset, reduce_sessions, row_graph
+from qgmem.model.inputs import row_graph
+from qgmem.training.prepare import PrepareConfig, assign_splits, finalize_partial, load_prepared, prepare_dataset, reduce_sessions
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -32,7 +33,7 @@ def _fixture_set(base) -> list:
 
 
 def _cfg(**kw) -> PrepareConfig:
-    return load_config(PrepareConfig, None, ["dataset=fixture", "retrieval.rerank.kind=none", "k=4",
+    return load_config(PrepareConfig, None, ["dataset=fixture", "retrieval.rerank.kind=none", "retrieval.k=4",
                                              "graph.max_edges=4"] + [f"{k}={v}" for k, v in kw.items()])
 
 
@@ -61,7 +62,7 @@ def test_prepare_splits_graphs_and_resume(tiny_conversation, tmp_path, monkeypat
     out = tmp_path / "prep"
 
     # crash while building the third conversation
-    real_build = prep.build_local_graph
+    real_build = prep.build_example
     seen: list[str] = []
 
     def crashing(wm, *a, **kw):
@@ -72,7 +73,7 @@ def test_prepare_splits_graphs_and_resume(tiny_conversation, tmp_path, monkeypat
             raise RuntimeError("simulated crash")
         return real_build(wm, *a, **kw)
 
-    monkeypatch.setattr(prep, "build_local_graph", crashing)
+    monkeypatch.setattr(prep, "build_example", crashing)
     with pytest.raises(RuntimeError, match="simulated crash"):
         prepare_dataset(cfg, out, conversations=convs, progress=False)
     log = [json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()]
@@ -87,7 +88,7 @@ def test_prepare_splits_graphs_and_resume(tiny_conversation, tmp_path, monkeypat
     assert load_prepared(out)[0]["conversations_done"] == 2
 
     # resume: only the unfinished conversations are built
-    monkeypatch.setattr(prep, "build_local_graph", real_build)
+    monkeypatch.setattr(prep, "build_example", real_build)
     from qgmem.retrieve import method
 
     built: list[str] = []
@@ -128,7 +129,7 @@ def test_prepare_splits_graphs_and_resume(tiny_conversation, tmp_path, monkeypat
     assert prepare_dataset(cfg, out, conversations=convs, progress=False)["counts"] == meta["counts"]
     assert built == []
     with pytest.raises(ConfigError, match="different config"):
-        prepare_dataset(dataclasses.replace(cfg, k=5), out, conversations=convs, progress=False)
+        prepare_dataset(dataclasses.replace(cfg, seed=5), out, conversations=convs, progress=False)
 
 
 def test_load_prepared_errors(tmp_path):

@@ -17,8 +17,9 @@ from test_train_loop import DIM, _row
 from qgmem.testing.tiny_models import make_tiny
 
 from qgmem.config import load_config
-from qgmem.training.prepare import save_prepared
-from qgmem.training.trainer import TrainConfig, train
+from qgmem.training.prepared import save_prepared
+from qgmem.training.config import TrainConfig
+from qgmem.training.trainer import train
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _overrides(llm_dir: Path, prep: Path, out: Path, batch: int) -> list[str]:
-    return [f"output_dir={out}", f"model.name={llm_dir}", f"data.dir={prep}", "data.prepare_if_missing=false",
+    return [f"output_dir={out}", f"model.name={llm_dir}", f"data.dir={prep}",
             "data.max_length=160", "encoder.hidden=32", "encoder.heads=2", "encoder.projector_hidden=64",
             "encoder.dropout=0.0", f"optim.batch_size={batch}", "optim.grad_accum=2", "optim.max_steps=4",
             "optim.lr=3e-3", "eval.every=2", "save_every=2", "progress=false", "eval.test=false"]

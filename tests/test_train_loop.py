@@ -11,8 +11,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from qgmem.training.prepare import save_prepared
-from qgmem.training.trainer import TrainConfig, shuffled_graphs, train
+from qgmem.training.prepared import save_prepared
+from qgmem.training.config import TrainConfig
+from qgmem.training.examples import shuffled_graphs
+from qgmem.training.trainer import train
 from qgmem.config import load_config
 from qgmem.testing.tiny_models import make_tiny
 
@@ -68,13 +70,16 @@ def tiny_setup(tmp_path_factory) -> tuple[Path, Path]:
     rows = {"train": [_row(i, "train") for i in range(24)],
             "val": [_row(100 + i, "val") for i in range(6)],
             "test": [_row(200 + i, "test") for i in range(6)]}
-    save_prepared(rows, root / "prepared", {"synthetic": True}, DIM, DIM)
+    # the prepare config the set was built with: the trainer copies its graph/k/retrieval settings into checkpoints
+    prepare = {"dataset": "synthetic", "graph": {"max_edges": 3, "rank_feature": False, "time_feature": False},
+               "retrieval": {"k": 6, "embedder": "hash"}}
+    save_prepared(rows, root / "prepared", prepare, DIM, DIM)
     return llm_dir, root / "prepared"
 
 
 def _cfg(llm_dir: Path, prepared: Path, out: Path, *overrides: str) -> TrainConfig:
     base = [
-        f"output_dir={out}", f"model.name={llm_dir}", f"data.dir={prepared}", "data.prepare_if_missing=false",
+        f"output_dir={out}", f"model.name={llm_dir}", f"data.dir={prepared}",
         "data.max_length=160", "encoder.hidden=32", "encoder.heads=2", "encoder.projector_hidden=64",
         "encoder.dropout=0.1", "optim.lr=3e-3", "optim.warmup_steps=2", "optim.batch_size=4",
         "optim.eval_batch_size=6", "eval.every=5", "save_every=5", "progress=false", "eval.test_gen_examples=2",
@@ -202,3 +207,45 @@ def test_lora_option_trains_adapters_only(tiny_setup, tmp_path):
     assert lora and all(("q_proj" in n or "v_proj" in n) for n in lora)
     assert names - lora and all(n.startswith("graph_encoder.") for n in names - lora)
     assert json.loads((out / "best" / "qgmem_config.json").read_text())["lora"]["r"] == 4
+
+
+def test_missing_prepared_set_names_the_prepare_command(tiny_setup, tmp_path):
+    llm_dir, _ = tiny_setup
+    cfg = _cfg(llm_dir, tmp_path / "nothing", tmp_path / "run", "data.prepare=configs/prepare/longmemeval_s_cpu.yaml")
+    with pytest.raises(FileNotFoundError) as err:
+        train(cfg)
+    assert str(err.value).endswith(
+        f"qgmem prepare --config configs/prepare/longmemeval_s_cpu.yaml --out {tmp_path / 'nothing'}")
+    assert not (tmp_path / "nothing").exists()  # training never prepares in-line
+
+
+def test_checkpoint_carries_the_prepared_settings(tiny_setup, tmp_path):
+    """Graph, k and retrieval settings come from prepare_meta.json into best/ (what inference reads)."""
+    from qgmem.pipeline import inference_settings
+
+    llm_dir, prepared = tiny_setup
+    out = tmp_path / "run"
+    train(_cfg(llm_dir, prepared, out, "optim.max_steps=1", "eval.test=false"))
+    meta = json.loads((prepared / "prepare_meta.json").read_text())
+    saved = json.loads((out / "best" / "qgmem_config.json").read_text())
+    assert saved["extra"]["prepare"] == meta["config"]
+    st = inference_settings(saved["extra"]["prepare"])
+    assert st.k == 6 and st.inputs.graph.max_edges == 3 and saved["graph"]["max_edges"] == 3
+    assert (saved["encoder"]["node_dim"], saved["encoder"]["edge_dim"]) == (DIM, DIM)
+
+
+@pytest.mark.parametrize("name", ["smollm2_cpu", "qwen3_8b_convomem", "llama31_8b_convomem"])
+def test_train_yamls_name_one_prepare_config(name):
+    from qgmem.training.config import load_train_config
+    from qgmem.training.prepare import config_from_file
+
+    root = Path(__file__).resolve().parents[1]
+    path = root / "configs" / "train" / f"{name}.yaml"
+    cfg = load_train_config(str(path))
+    assert cfg.data.prepare and (root / cfg.data.prepare).exists()
+    prep, out = config_from_file(str(path), [])  # what `qgmem prepare --config <train yaml>` runs
+    assert out == cfg.data.dir and prep.retrieval.k == 10 and prep.graph.max_edges == 10
+    assert config_from_file(str(path), ["retrieval.k=5"])[0].retrieval.k == 5
+    backbone = "smollm2" if name.startswith("smollm2") else name.replace("_convomem", "")
+    model = root / "configs" / "model" / f"{backbone}.yaml"
+    assert load_train_config(str(path), str(model)).data == cfg.data

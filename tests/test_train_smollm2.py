@@ -11,11 +11,14 @@ import torch
 from safetensors.torch import load_file
 
 from conftest import REDUCED
-from qgmem.config import load_config
-from qgmem.training.prepare import save_prepared
-from qgmem.training.trainer import TrainConfig, train
+from qgmem.config import load_config, to_dict
+from qgmem.training.prepare import config_from_file
+from qgmem.training.prepared import save_prepared
+from qgmem.training.config import TrainConfig
+from qgmem.training.trainer import train
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _row(i: int, split: str) -> dict:
@@ -38,12 +41,13 @@ def test_smollm2_train_then_pipeline(tmp_path, tiny_conversation):
     AcceleratorState._reset_state(True)
     GradientState._reset_state()
     n_train = 2 if REDUCED else 8
+    prepare, _ = config_from_file(str(ROOT / "configs/train/smollm2_cpu.yaml"), [])  # graph, k, retrieval
     save_prepared({"train": [_row(i, "train") for i in range(n_train)], "val": [_row(50, "val")],
-                   "test": [_row(60, "test")]}, tmp_path / "prep", {"synthetic": True}, 384, 388)
+                   "test": [_row(60, "test")]}, tmp_path / "prep", to_dict(prepare), 384, 388)
     out = tmp_path / "run"
     steps = 1 if REDUCED else 4
-    cfg = load_config(TrainConfig, Path(__file__).resolve().parents[1] / "configs/train/smollm2_cpu.yaml", [
-        f"output_dir={out}", f"data.dir={tmp_path / 'prep'}", "data.prepare_if_missing=false", "data.max_length=200",
+    cfg = load_config(TrainConfig, ROOT / "configs/train/smollm2_cpu.yaml", [
+        f"output_dir={out}", f"data.dir={tmp_path / 'prep'}", "data.max_length=200",
         "optim.batch_size=1", "optim.grad_accum=2", f"optim.max_steps={steps}", f"eval.every={steps}",
         "eval.max_new_tokens=4", "progress=false"])
     rep = train(cfg)

@@ -5,12 +5,13 @@ from qgmem.model.collate import (
     IGNORE_INDEX,
     GraphExample,
     GraphTokenCollator,
-    example_from_working_memory,
 )
 from qgmem.model.encoder import EncoderConfig, GraphEncoder, GraphTokenEncoder, Projector
 from qgmem.model.graph_token_lm import GraphTokenLM, GraphTokenLMOutput
+from qgmem.model.inputs import InputConfig, build_example, example_from_row
 
 __all__ = [
     "GRAPH_SENTINEL", "IGNORE_INDEX", "EncoderConfig", "GraphEncoder", "GraphExample", "GraphTokenCollator",
-    "GraphTokenEncoder", "GraphTokenLM", "GraphTokenLMOutput", "Projector", "example_from_working_memory",
+    "GraphTokenEncoder", "GraphTokenLM", "GraphTokenLMOutput", "InputConfig", "Projector", "build_example",
+    "example_from_row",
 ]

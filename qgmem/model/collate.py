@@ -22,13 +22,7 @@ from typing import Any, Literal
 import torch
 from torch_geometric.data import Batch, Data
 
-from qgmem.graph.local_graph import Embed, GraphConfig, build_local_graph
-from qgmem.answer import (
-    answer_messages,
-    question_text,
-    serialize_working_memory,
-)
-from qgmem.types import WorkingMemory
+from qgmem.answer import answer_messages
 
 GRAPH_SENTINEL = "\u27e6qgmem-graph\u27e7"  # never produced by a tokenizer or a user
 IGNORE_INDEX = -100
@@ -41,16 +35,6 @@ class GraphExample:
     answer: str | None
     graph: Data
     id: str = ""
-
-
-def example_from_working_memory(wm: WorkingMemory, embed: Embed, graph_cfg: GraphConfig | None = None,
-                                answer: str | None = None, with_graph_text: bool = True,
-                                embed_dim: int | None = None) -> GraphExample:
-    """The fused-prompt example of one question: local graph + serialised memory (+ gold answer)."""
-    g = build_local_graph(wm, embed, graph_cfg, embed_dim=embed_dim)
-    return GraphExample(question=question_text(wm.question),
-                        memory_text=serialize_working_memory(wm, with_graph=with_graph_text, graph=g),
-                        answer=answer, graph=g, id=wm.question.id)
 
 
 @dataclass

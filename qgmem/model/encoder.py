@@ -36,55 +36,111 @@ class EncoderConfig:
 
 
 class GraphEncoder(nn.Module):
-    """Input projection, L x (TransformerConv + residual + LayerNorm), mean pool -> [B, hidden]."""
+    r"""Relation-aware message passing over one batch of local graphs, mean-pooled per graph.
 
-    def __init__(self, cfg: EncoderConfig):
+    .. math::
+        h^{(0)}_i = \mathrm{GELU}(W_{in} x_i)
+
+        h^{(l+1)}_i = \mathrm{LayerNorm}\big(h^{(l)}_i + \mathrm{Dropout}(\mathrm{GELU}(
+            \mathrm{TransformerConv}_l(h^{(l)}, e)_i))\big)
+
+        z_G = \frac{1}{|V_G|} \sum_{i \in V_G} h^{(L)}_i \quad (z_G = e_{\varnothing} \text{ if } V_G = \emptyset)
+
+    where `TransformerConv` (Shi et al., 2021) attends over neighbours with the edge features
+    ``e_ij`` (predicate embedding, rank, time) added to keys and values, ``heads`` heads of width
+    ``hidden // heads`` concatenated, and ``e_∅`` is a learned summary for graphs without nodes.
+
+    Args:
+        node_dim: node feature size (the frozen sentence embedder's dim).
+        edge_dim: edge feature size (`qgmem.graph.feature_dims`).
+        hidden: width of the node states; divisible by ``heads``.
+        heads: attention heads per layer.
+        layers: message-passing layers ``L``.
+        dropout: on attention weights and on each layer's update.
+    """
+
+    def __init__(self, node_dim: int, edge_dim: int, hidden: int = 256, heads: int = 4, layers: int = 2,
+                 dropout: float = 0.1):
         super().__init__()
-        self.cfg = cfg
-        self.inp = nn.Linear(cfg.node_dim, cfg.hidden)
+        if hidden % heads:
+            raise ValueError(f"GraphEncoder hidden ({hidden}) must be divisible by heads ({heads})")
+        self.node_dim, self.edge_dim, self.hidden = int(node_dim), int(edge_dim), int(hidden)
+        self.heads, self.layers, self.dropout = int(heads), int(layers), float(dropout)
+        self.inp = nn.Linear(node_dim, hidden)
         self.convs = nn.ModuleList(
-            TransformerConv(cfg.hidden, cfg.hidden // cfg.heads, heads=cfg.heads, edge_dim=cfg.edge_dim,
-                            concat=True, dropout=cfg.dropout)
-            for _ in range(cfg.layers)
+            TransformerConv(hidden, hidden // heads, heads=heads, edge_dim=edge_dim, concat=True, dropout=dropout)
+            for _ in range(layers)
         )
-        self.norms = nn.ModuleList(nn.LayerNorm(cfg.hidden) for _ in range(cfg.layers))
-        self.drop = nn.Dropout(cfg.dropout)
+        self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(layers))
+        self.drop = nn.Dropout(dropout)
         self.act = nn.GELU()
-        self.empty = nn.Parameter(torch.zeros(cfg.hidden))  # summary of a graph with no nodes
+        self.empty = nn.Parameter(torch.zeros(hidden))  # summary of a graph with no nodes
+
+    @classmethod
+    def from_config(cls, cfg: EncoderConfig) -> GraphEncoder:
+        return cls(cfg.node_dim, cfg.edge_dim, cfg.hidden, cfg.heads, cfg.layers, cfg.dropout)
+
+    def extra_repr(self) -> str:
+        return (f"node_dim={self.node_dim}, edge_dim={self.edge_dim}, hidden={self.hidden}, heads={self.heads}, "
+                f"layers={self.layers}, dropout={self.dropout}")
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None, batch: Tensor,
                 num_graphs: int) -> Tensor:
         h = self.act(self.inp(x))
         if edge_attr is not None and edge_attr.size(0) == 0:
-            edge_attr = edge_attr.reshape(0, self.cfg.edge_dim)
+            edge_attr = edge_attr.reshape(0, self.edge_dim)
         for conv, norm in zip(self.convs, self.norms):
             h = norm(h + self.drop(self.act(conv(h, edge_index, edge_attr))))
         pooled = global_mean_pool(h, batch, size=num_graphs)
-        counts = torch.bincount(batch, minlength=num_graphs)[:num_graphs]
-        has_nodes = (counts > 0).unsqueeze(-1)
+        has_nodes = (torch.bincount(batch, minlength=num_graphs)[:num_graphs] > 0).unsqueeze(-1)
         return torch.where(has_nodes, pooled, self.empty.to(pooled.dtype).expand_as(pooled))
 
 
 class Projector(nn.Module):
-    """Two-layer MLP from the pooled graph summary to ``num_tokens`` LLM input embeddings."""
+    r"""Two-layer MLP from the pooled graph summary to ``num_tokens`` LLM input embeddings:
+    :math:`T = \mathrm{reshape}(W_2\,\mathrm{GELU}(W_1 z + b_1) + b_2,\ [\text{num\_tokens}, \text{llm\_hidden}])`."""
 
     def __init__(self, in_dim: int, hidden: int, llm_hidden: int, num_tokens: int):
         super().__init__()
-        self.num_tokens, self.llm_hidden = num_tokens, llm_hidden
+        self.in_dim, self.hidden, self.num_tokens, self.llm_hidden = in_dim, hidden, num_tokens, llm_hidden
         self.net = nn.Sequential(nn.Linear(in_dim, hidden), nn.GELU(), nn.Linear(hidden, llm_hidden * num_tokens))
+
+    def extra_repr(self) -> str:
+        return f"in_dim={self.in_dim}, hidden={self.hidden}, llm_hidden={self.llm_hidden}, num_tokens={self.num_tokens}"
 
     def forward(self, z: Tensor) -> Tensor:
         return self.net(z).view(z.size(0), self.num_tokens, self.llm_hidden)
 
 
 class GraphTokenEncoder(nn.Module):
-    """`Batch` of local graphs -> graph tokens ``[B, num_graph_tokens, llm_hidden]``."""
+    r"""`Batch` of local graphs -> graph tokens ``[B, num_graph_tokens, llm_hidden]``:
+    :math:`T_G = \mathrm{Projector}(\mathrm{GraphEncoder}(G))`.
 
-    def __init__(self, cfg: EncoderConfig, llm_hidden: int):
+    Args:
+        node_dim, edge_dim, hidden, heads, layers, dropout: of the `GraphEncoder`.
+        llm_hidden: the LLM's input-embedding size (read from the LLM, never a constant).
+        num_graph_tokens: graph tokens per example.
+        projector_hidden: width of the projector's hidden layer.
+    """
+
+    def __init__(self, node_dim: int, edge_dim: int, llm_hidden: int, *, hidden: int = 256, heads: int = 4,
+                 layers: int = 2, dropout: float = 0.1, num_graph_tokens: int = 1, projector_hidden: int = 1024):
         super().__init__()
-        self.cfg, self.llm_hidden = cfg, int(llm_hidden)
-        self.encoder = GraphEncoder(cfg)
-        self.projector = Projector(cfg.hidden, cfg.projector_hidden, self.llm_hidden, cfg.num_graph_tokens)
+        if num_graph_tokens < 1:
+            raise ValueError(f"GraphTokenEncoder num_graph_tokens must be >= 1, got {num_graph_tokens}")
+        self.cfg = EncoderConfig(node_dim=node_dim, edge_dim=edge_dim, hidden=hidden, heads=heads, layers=layers,
+                                 dropout=dropout, num_graph_tokens=num_graph_tokens, projector_hidden=projector_hidden)
+        self.llm_hidden = int(llm_hidden)
+        self.encoder = GraphEncoder(node_dim, edge_dim, hidden, heads, layers, dropout)
+        self.projector = Projector(hidden, projector_hidden, self.llm_hidden, num_graph_tokens)
+
+    @classmethod
+    def from_config(cls, cfg: EncoderConfig, llm_hidden: int) -> GraphTokenEncoder:
+        return cls(cfg.node_dim, cfg.edge_dim, llm_hidden, hidden=cfg.hidden, heads=cfg.heads, layers=cfg.layers,
+                   dropout=cfg.dropout, num_graph_tokens=cfg.num_graph_tokens, projector_hidden=cfg.projector_hidden)
+
+    def extra_repr(self) -> str:
+        return f"llm_hidden={self.llm_hidden}, num_graph_tokens={self.cfg.num_graph_tokens}"
 
     def forward(self, batch: Batch | Data) -> Tensor:
         if not isinstance(batch, Batch):

@@ -93,7 +93,8 @@ class GraphTokenLM(nn.Module):
             llm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         emb = llm.get_input_embeddings()
         self.llm_hidden = int(emb.embedding_dim)
-        self.graph_encoder = GraphTokenEncoder(enc_cfg, self.llm_hidden).to(emb.weight.device, torch.float32)
+        self.graph_encoder = GraphTokenEncoder.from_config(enc_cfg, self.llm_hidden)
+        self.graph_encoder.to(emb.weight.device, torch.float32)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     # -- modes and parameters ---------------------------------------------------------------

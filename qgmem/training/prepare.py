@@ -24,7 +24,6 @@ import argparse
 import dataclasses
 import json
 import random
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +31,17 @@ from typing import Any
 
 
 from qgmem.config import ConfigError, apply_overrides, from_dict, load_config, read_yaml, to_dict
-from qgmem.graph.local_graph import GraphConfig, build_local_graph, feature_dims
+from qgmem.graph.local_graph import GraphConfig, feature_dims
 from qgmem.io import append_jsonl, atomic_write_json, read_jsonl
+from qgmem.model.inputs import InputConfig, build_example
 from qgmem.retrieve.config import RetrievalConfig
-from qgmem.types import Conversation, Question, WorkingMemory
+from qgmem.training.config import resolve_config_path
+from qgmem.training.prepared import SPLITS, example_record, load_prepared, save_prepared
+from qgmem.types import Conversation, Question
 
-SPLITS = ("train", "val", "test")
+__all__ = ["PrepareConfig", "SPLITS", "assign_splits", "config_from_file", "cut_turns", "finalize_partial",
+           "input_config", "kept_questions", "load_prepared", "prepare_dataset", "prepare_question",
+           "reduce_sessions", "save_prepared", "select_conversations"]
 
 
 @dataclass
@@ -55,7 +59,9 @@ class PrepareConfig:
     max_turn_chars: int | None = None
     drop_abstention: bool = False  # LongMemEval "_abs" questions
     split: list[float] = field(default_factory=lambda: [0.8, 0.1, 0.1])  # train / val / test by conversation
-    k: int = 10  # working-memory size
+    # How a working memory becomes a model example; stored with the prepared set and, by the
+    # trainer, in every checkpoint (so inference builds the same inputs). The working-memory
+    # size is retrieval.k.
     text_with_graph: bool = False  # also write the graph as text triples into the memory text
     graph: GraphConfig = field(default_factory=GraphConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
@@ -144,82 +150,23 @@ def kept_questions(conv: Conversation, cfg: PrepareConfig) -> list[Question]:
 
 
 # ---------------------------------------------------------------------------------------------
-# one example
+# one question
 
 
-def example_record(q: Question, wm: WorkingMemory, graph: Any, memory_text: str, split: str) -> dict[str, Any]:
-    """A JSON-able row: everything training and evaluation need, graphs as nested lists."""
-    ei = graph.edge_index.t().tolist() if graph.edge_index.numel() else []
-    return {
-        "id": q.id,
-        "conversation_id": q.conversation_id,
-        "split": split,
-        "question": q.text,
-        "question_time": q.question_time or "",
-        "category": str(q.category),
-        "answer": str(q.answers[0]),
-        "answers": [str(a) for a in q.answers],
-        "evidence": list(q.evidence),
-        "memory_text": memory_text,
-        "labels": [it.label for it in wm.items],
-        "item_texts": [it.text for it in wm.items],
-        "item_turn_ids": [list(it.turn_ids) for it in wm.items],
-        "x": graph.x.tolist(),
-        "edge_index": ei,
-        "edge_attr": graph.edge_attr.tolist(),
-        "node_text": list(graph.node_text),
-        "edge_text": list(graph.edge_text),
-        "edge_labels": list(getattr(graph, "labels", [])),
-        "num_nodes": int(graph.num_nodes),
-    }
+def input_config(cfg: PrepareConfig) -> InputConfig:
+    return InputConfig(graph=cfg.graph, text_with_graph=cfg.text_with_graph)
 
 
-def question_prompt(row: dict[str, Any]) -> str:
-    """The question as the model sees it: dated when the benchmark gives a question time."""
-    t = row.get("question_time") or ""
-    q = str(row["question"]).strip()
-    return f"{q}\n(The question is asked on {t}.)" if t else q
-
-
-def row_graph(row: dict[str, Any], node_dim: int, edge_dim: int):
-    """Rebuild the `torch_geometric` graph of a stored row (empty graphs keep their feature dims)."""
-    import torch
-    from torch_geometric.data import Data
-
-    x = torch.tensor(row["x"], dtype=torch.float32).reshape(-1, node_dim)
-    ea = torch.tensor(row["edge_attr"], dtype=torch.float32).reshape(-1, edge_dim)
-    ei = torch.tensor(row["edge_index"], dtype=torch.long).reshape(-1, 2).t().contiguous()
-    if x.shape[0] != row["num_nodes"] or ei.shape[1] != ea.shape[0] or (ei.numel() and int(ei.max()) >= x.shape[0]):
-        raise ValueError(f"example {row.get('id')!r}: inconsistent graph (nodes {x.shape[0]} vs num_nodes "
-                         f"{row['num_nodes']}, edges {ei.shape[1]} vs edge_attr {ea.shape[0]})")
-    return Data(x=x, edge_index=ei, edge_attr=ea, num_nodes=x.shape[0],
-                node_text=list(row.get("node_text", [])), edge_text=list(row.get("edge_text", [])),
-                labels=list(row.get("edge_labels", [])))
-
-
-def row_to_example(row: dict[str, Any], node_dim: int, edge_dim: int):
-    from qgmem.model.collate import GraphExample
-
-    return GraphExample(question=question_prompt(row), memory_text=row["memory_text"], answer=row["answer"],
-                        graph=row_graph(row, node_dim, edge_dim), id=row["id"])
+def prepare_question(retriever: Any, embedder: Any, q: Question, cfg: PrepareConfig, split: str) -> dict[str, Any]:
+    """The stored row of one question: its working memory (`retriever` holds its conversation),
+    turned into a model example by `qgmem.model.inputs.build_example`, as `MemoryPipeline` does."""
+    wm = retriever.activate(q, k=cfg.retrieval.k)
+    ex = build_example(wm, embedder.encode, input_config(cfg), embed_dim=embedder.dim, answer=str(q.answers[0]))
+    return example_record(q, wm, ex, split)
 
 
 # ---------------------------------------------------------------------------------------------
 # the job
-
-
-def _features():
-    from datasets import Features, Sequence, Value
-
-    s = Value("string")
-    return Features({
-        "id": s, "conversation_id": s, "split": s, "question": s, "question_time": s, "category": s,
-        "answer": s, "answers": Sequence(s), "evidence": Sequence(s), "memory_text": s,
-        "labels": Sequence(s), "item_texts": Sequence(s), "item_turn_ids": Sequence(Sequence(s)),
-        "x": Sequence(Sequence(Value("float32"))), "edge_index": Sequence(Sequence(Value("int64"))),
-        "edge_attr": Sequence(Sequence(Value("float32"))), "node_text": Sequence(s), "edge_text": Sequence(s),
-        "edge_labels": Sequence(s), "num_nodes": Value("int32"),
-    })
 
 
 def _done_log(out_dir: Path) -> dict[str, dict[str, Any]]:
@@ -262,7 +209,6 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
     todo = [c for c in selected if c.id not in done]
     if todo:
         from qgmem.embed import get_embedder
-        from qgmem.answer import serialize_working_memory
         from qgmem.retrieve.method import QGMemRetriever
         from qgmem.store import MemoryStore
 
@@ -277,10 +223,7 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
                 retriever.build(small)
                 for q in qs:
                     q = dataclasses.replace(q, conversation_id=q.conversation_id or conv.id)
-                    wm = retriever.activate(q, k=cfg.k)
-                    g = build_local_graph(wm, embedder.encode, cfg.graph, embed_dim=embedder.dim)
-                    text = serialize_working_memory(wm, with_graph=cfg.text_with_graph, graph=g)
-                    rows.append(example_record(q, wm, g, text, splits[conv.id]))
+                    rows.append(prepare_question(retriever, embedder, q, cfg, splits[conv.id]))
             # one line per conversation: a kill mid-write leaves a torn line, which resume redoes
             append_jsonl(out / "examples.jsonl", [{"conversation_id": conv.id, "split": splits[conv.id],
                                                    "examples": rows}])
@@ -319,35 +262,6 @@ def _finalize(cfg: PrepareConfig, out: Path, selected: list[Conversation], split
     return save_prepared(by_split, out, to_dict(cfg), node_dim, edge_dim, extra)
 
 
-def save_prepared(by_split: dict[str, list[dict[str, Any]]], out_dir: str | Path, config: dict[str, Any],
-                  node_dim: int, edge_dim: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write rows (`example_record` shape) as the datasets splits + prepare_meta.json (atomically)."""
-    from datasets import Dataset, DatasetDict
-
-    out = Path(out_dir)
-    feats = _features()
-    # empty splits are not written (datasets cannot reload a 0-shard split); load_prepared recreates them
-    dd = DatasetDict({s: Dataset.from_list(by_split[s], features=feats) for s in SPLITS if by_split.get(s)})
-    tmp = out / "dataset.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    dd.save_to_disk(str(tmp))
-    final = out / "dataset"
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    meta = {
-        "complete": True,
-        "config": config,
-        "node_dim": node_dim,
-        "edge_dim": edge_dim,
-        "counts": {s: len(by_split.get(s, [])) for s in SPLITS},
-        "empty_graphs": sum(1 for v in by_split.values() for r in v if r["num_nodes"] == 0),
-        **(extra or {}),
-    }
-    atomic_write_json(out / "prepare_meta.json", meta)
-    return meta
-
-
 def _embed_dim(by_split: dict[str, list[dict[str, Any]]], cfg: PrepareConfig) -> int:
     for rows in by_split.values():
         for r in rows:
@@ -358,31 +272,12 @@ def _embed_dim(by_split: dict[str, list[dict[str, Any]]], cfg: PrepareConfig) ->
     return get_embedder(cfg.retrieval.embedder).dim
 
 
-def load_prepared(out_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(meta, {split: datasets.Dataset}) of a finished prepared set; a clear error otherwise."""
-    from datasets import load_from_disk
-
-    out = Path(out_dir)
-    meta_path = out / "prepare_meta.json"
-    if not meta_path.exists():
-        raise FileNotFoundError(f"{out}: no prepared set here (missing prepare_meta.json); run `qgmem prepare`")
-    meta = json.loads(meta_path.read_text())
-    if not meta.get("complete"):
-        raise ValueError(f"{meta_path}: prepared set is incomplete; rerun `qgmem prepare` to finish it")
-    from datasets import Dataset
-
-    dd = load_from_disk(str(out / "dataset")) if any(meta.get("counts", {}).values()) else {}
-    feats = _features()
-    return meta, {s: dd[s] if s in dd else Dataset.from_dict({k: [] for k in feats}, features=feats)
-                  for s in SPLITS}
-
-
 # ---------------------------------------------------------------------------------------------
 # CLI
 
 
 def config_from_file(path: str | None, overrides: list[str]) -> tuple[PrepareConfig, str | None]:
-    """A PrepareConfig from a prepare YAML, or from the ``data`` section of a train YAML.
+    """A PrepareConfig from a prepare YAML, or from the prepare YAML a train YAML names (``data.prepare``).
 
     Returns the config and, for a train YAML, its ``data.dir`` (the default output dir).
     """
@@ -390,16 +285,21 @@ def config_from_file(path: str | None, overrides: list[str]) -> tuple[PrepareCon
         return load_config(PrepareConfig, None, overrides), None
     p = Path(path)
     data = read_yaml(p)
-    if "data" in data:  # a train config: data.prepare is the PrepareConfig, data.dir the output
-        section = dict((data.get("data") or {}).get("prepare") or {})
-        apply_overrides(section, overrides)
-        return from_dict(PrepareConfig, section, f"{p}: data.prepare"), (data.get("data") or {}).get("dir")
+    out = None
+    if "data" in data:  # a train config: data.prepare names the prepare YAML, data.dir is the output
+        section = data.get("data") or {}
+        ref = section.get("prepare")
+        if not isinstance(ref, str):
+            raise ConfigError(f"{p}: data.prepare must name a prepare YAML (e.g. configs/prepare/*.yaml), got {ref!r}")
+        p, out = resolve_config_path(ref, Path(path)), section.get("dir")
+        data = read_yaml(p)
     apply_overrides(data, overrides)
-    return from_dict(PrepareConfig, data, str(p)), None
+    return from_dict(PrepareConfig, data, str(p)), out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="prepare YAML, or a train YAML (its data.prepare section and data.dir)")
+    parser.add_argument("--config", help="prepare YAML, or a train YAML (the prepare YAML its "
+                        "data.prepare names, and data.dir)")
     parser.add_argument("--out", help="output directory (default: data.dir of a train config)")
     parser.add_argument("--partial", action="store_true",
                         help="write the dataset now from the conversations already finished (no building); "

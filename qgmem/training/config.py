@@ -1,0 +1,142 @@
+"""The train YAML as dataclasses: `TrainConfig` and its sections, loaded with `load_train_config`.
+
+Everything about how examples are built (graph settings, working-memory size, retrieval) lives in
+the prepare YAML that ``data.prepare`` names; the trainer reads those settings back from the
+prepared set's ``prepare_meta.json``, so no value is stated twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qgmem.config import ConfigError, apply_overrides, from_dict, load_config, read_yaml
+from qgmem.model.encoder import EncoderConfig
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass
+class LoraSettings:
+    enabled: bool = False
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.05
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
+
+    def as_peft(self) -> dict[str, Any] | None:
+        """The `GraphTokenLM(lora=...)` dict, or None when LoRA is off."""
+        if not self.enabled:
+            return None
+        return {"r": self.r, "lora_alpha": self.alpha, "lora_dropout": self.dropout,
+                "target_modules": list(self.target_modules)}
+
+
+@dataclass
+class ModelConfig:
+    name: str = "smollm2"  # local path, hub id, or "smollm2" (packaged GGUF, via qgmem.llm.local_model_path)
+    dtype: str = "float32"  # weights of the frozen LLM: float32 on CPU, bfloat16 on GPU
+    lora: LoraSettings = field(default_factory=LoraSettings)
+
+
+@dataclass
+class DataConfig:
+    dir: str = "checkpoints/prepared/longmemeval_s_cpu"  # prepared set, written by `qgmem prepare`
+    prepare: str | None = None  # the prepare YAML that builds `dir` (configs/prepare/*.yaml)
+    max_length: int = 1024  # tokens per example (memory text is cut to fit, the answer never)
+    system: str | None = None  # system prompt of the answer prompt (None = qgmem.answer.DEFAULT_SYSTEM)
+    max_train_examples: int | None = None
+    max_val_examples: int | None = None
+    max_test_examples: int | None = None
+
+    def prepare_command(self) -> str:
+        """The command that writes the prepared set this config trains on."""
+        cfg = self.prepare or "configs/prepare/<dataset>.yaml"
+        return f"qgmem prepare --config {cfg} --out {self.dir}"
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 1e-4
+    weight_decay: float = 0.05
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
+    warmup_steps: int = 10
+    min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
+    grad_accum: int = 1
+    clip: float = 1.0  # max grad norm (0 = off)
+    epochs: int = 1
+    max_steps: int | None = None  # optimizer steps; overrides epochs when set
+    batch_size: int = 4  # micro-batch per process
+    eval_batch_size: int = 8
+    seed: int = 42
+
+
+@dataclass
+class EvalConfig:
+    every: int = 50  # validate every N optimizer steps (and at the end)
+    metric: str = "loss"  # best checkpoint by "loss" (lower) or "f1" (higher)
+    gen_examples: int = 0  # token F1 via generate on this many validation examples (0 = off)
+    max_new_tokens: int = 24
+    test: bool = True  # final test-split report (graph+text / text only / shuffled graph)
+    test_gen_examples: int | None = None  # generate on this many test examples (None = all)
+
+
+@dataclass
+class WandbConfig:
+    enabled: bool = False
+    project: str = "qgmem"
+    mode: str = "offline"  # "offline" works without network; "online" to sync
+    run_name: str | None = None
+
+
+@dataclass
+class TrainConfig:
+    output_dir: str = "checkpoints/run"
+    mixed_precision: str = "no"  # "no" | "bf16" | "fp16" (autocast for the trainable part)
+    save_every: int = 50  # write output_dir/last every N optimizer steps
+    resume: bool = True  # continue from output_dir/last when it exists
+    stop_after_steps: int | None = None  # leave the loop after N steps without a final save (a simulated kill)
+    progress: bool = True
+    model: ModelConfig = field(default_factory=ModelConfig)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)  # node/edge dims come from the prepared set
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+
+
+def validate_config(cfg: TrainConfig) -> None:
+    if cfg.model.dtype not in DTYPES:
+        raise ValueError(f"model.dtype: expected one of {DTYPES}, got {cfg.model.dtype!r}")
+    if cfg.eval.metric not in ("loss", "f1"):
+        raise ValueError(f"eval.metric: expected 'loss' or 'f1', got {cfg.eval.metric!r}")
+    if cfg.eval.metric == "f1" and cfg.eval.gen_examples <= 0:
+        raise ValueError("eval.metric=f1 needs eval.gen_examples > 0")
+    if cfg.optim.grad_accum < 1 or cfg.optim.batch_size < 1:
+        raise ValueError("optim.grad_accum and optim.batch_size must be >= 1")
+
+
+def resolve_config_path(ref: str, referrer: Path) -> Path:
+    """A config file named inside another config: as given (absolute, or from the working directory),
+    else relative to the naming file's folder or one of its parents (the repository root)."""
+    p = Path(ref)
+    if p.is_absolute() or p.exists():
+        return p
+    for base in [referrer.resolve().parent, *referrer.resolve().parent.parents]:
+        if (base / p).exists():
+            return base / p
+    raise ConfigError(f"{referrer}: names config file {ref!r}, which does not exist")
+
+
+def load_train_config(path: str, model_config: str | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Train YAML (+ the model/encoder sections of a backbone YAML) + key=value overrides -> TrainConfig."""
+    if model_config is None:
+        return load_config(TrainConfig, path, overrides)
+    data: dict[str, Any] = read_yaml(path)
+    part = read_yaml(model_config)
+    if set(part) - {"model", "encoder"}:
+        raise ConfigError(f"{model_config}: a model config may only hold 'model' and 'encoder', got {sorted(part)}")
+    data.update(part)
+    apply_overrides(data, list(overrides or []))
+    return from_dict(TrainConfig, data, f"{path} + {model_config}")
