@@ -6,16 +6,30 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def _file_mode() -> int:
+    """What `open()` would give a new file: 0o666 minus the process umask (mkstemp gives 0o600)."""
+    with _UMASK_LOCK:
+        mask = os.umask(0)
+        os.umask(mask)
+    return 0o666 & ~mask
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Write to a temp file beside `path`, fsync, then rename over it; on error nothing changes."""
+    """Write to a temp file beside `path`, fsync, then rename over it; on error nothing changes.
+    The file gets the permissions a plain `open()` would give it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, _file_mode())
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
             yield f

@@ -22,3 +22,19 @@ def test_jsonl_tolerates_only_a_torn_last_line(tmp_path):
     p.write_text('{"i": 0}\n{bad\n{"i": 2}\n')
     with pytest.raises(ValueError, match="line 2"):
         list(read_jsonl(p))
+
+
+def test_atomic_writes_follow_the_umask(tmp_path) -> None:
+    import os
+
+    from qgmem.io import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+        os.umask(0o077)
+        atomic_write_text(tmp_path / "b.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "b.txt").stat().st_mode & 0o777 == 0o600
