@@ -10,11 +10,18 @@ encoder was trained on (stored in the checkpoint), and the answer comes from `Gr
 (graph token + serialised memory). Without one, the memory and its local graph are serialised
 as text for the chat backend (the API-backbone path of QGMem §IV). Cited labels are those of
 the answer that name an item of the working memory; others are reported as `invalid_labels`.
+
+The store is the source of truth: a pipeline opened on an existing `store_dir` serves every
+namespace in it without `add()`; `add()` merges sessions into what is stored (a session with a known
+id replaces the stored one, so a grown or edited session updates exactly its changed windows);
+`forget()` removes a namespace, a session or turns with everything derived from them. A namespace
+whose build left windows unextracted is refused unless the pipeline was opened with `allow_partial`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +33,11 @@ from qgmem.llm.base import ChatBackend
 from qgmem.model.collate import GraphExample
 from qgmem.model.inputs import InputConfig, build_example
 from qgmem.retrieve.config import RetrievalConfig
-from qgmem.types import Conversation, Question, Session, WorkingMemory
+from qgmem.types import AtomicUnit, Conversation, Question, Session, WorkingMemory
+
+
+class MemoryIncomplete(RuntimeError):
+    """A namespace whose last build left windows unextracted (e.g. the LLM server failed)."""
 
 
 @dataclass
@@ -64,7 +75,8 @@ class MemoryPipeline:
 
     def __init__(self, *, model: Any = None, llm: ChatBackend | None = None, store_dir: str | Path | None = None,
                  retrieval: RetrievalConfig | None = None, inputs: InputConfig | None = None, k: int = 10,
-                 max_length: int = 2048, max_new_tokens: int = 64, system: str | None = None):
+                 max_length: int = 2048, max_new_tokens: int = 64, system: str | None = None,
+                 allow_partial: bool = False):
         from qgmem.retrieve.method import QGMemRetriever
         from qgmem.store import MemoryStore
 
@@ -74,15 +86,27 @@ class MemoryPipeline:
         self.retrieval = retrieval or RetrievalConfig()
         self.inputs = inputs or InputConfig()
         self.k, self.max_length, self.max_new_tokens = k, max_length, max_new_tokens
-        if store_dir is None:
-            from qgmem.paths import cache_dir
-
-            store_dir = cache_dir() / "pipeline" / uuid.uuid4().hex[:12]
+        self._tmp = None
+        if store_dir is None:  # a throwaway memory: removed by close() or when the pipeline is collected
+            self._tmp = tempfile.TemporaryDirectory(prefix="qgmem-pipeline-")
+            store_dir = self._tmp.name
         self.store = MemoryStore(store_dir)
         self.retriever = QGMemRetriever(self.store, self.retrieval, llm=llm if self._llm_for_retrieval() else None)
-        self._conversations: dict[str, Conversation] = {}
+        self.allow_partial = allow_partial
+        self._indexed: set[str] = set()  # namespaces whose retrieval index is current in this process
         self.system = system  # the answer prompt's system message (None = the default one)
         self._collator = model.make_collator(max_length, mode="generate", system=system) if model is not None else None
+
+    def close(self) -> None:
+        self.store.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> "MemoryPipeline":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _llm_for_retrieval(self) -> bool:
         return self.retrieval.query_parser == "llm" or self.retrieval.rerank.kind == "chat" \
@@ -120,37 +144,77 @@ class MemoryPipeline:
 
     # -- memory -----------------------------------------------------------------------------
     def add(self, conversation: Conversation | list[Session], namespace: str | None = None) -> "MemoryPipeline":
-        """Add a conversation (or more sessions of one) to `namespace` (default: the conversation id,
-        or "default" for a list of sessions); returns the pipeline, so calls chain.
+        """Add a conversation (or sessions of one) to `namespace` (default: the conversation id, or
+        "default" for a list of sessions); returns the pipeline, so calls chain.
 
-        Sessions already in the namespace (same id) are kept as they are; new ones are built
-        incrementally (new windows only).
+        Stored sessions stay; a given session whose id is stored replaces it (grown or edited), new
+        ones are appended. Only windows whose turns changed are extracted again.
         """
-        from qgmem.construct.build import build_memory
-
         if isinstance(conversation, Conversation):
             ns = namespace or conversation.id
-            sessions = list(conversation.sessions)
-            speakers = list(conversation.speakers)
+            sessions, speakers = list(conversation.sessions), list(conversation.speakers)
         elif isinstance(conversation, list) and all(isinstance(s, Session) for s in conversation):
             ns = namespace or "default"
             sessions, speakers = list(conversation), []
         else:
             raise TypeError(f"add() takes a Conversation or a list of Session, got {type(conversation).__name__}")
-        old = self._conversations.get(ns)
-        if old is not None:
-            have = {s.id for s in old.sessions}
-            sessions = list(old.sessions) + [s for s in sessions if s.id not in have]
+        if ns in self.store.namespaces() and self._stored(ns) is not None:
+            old = self.store.get_conversation(ns)
+            given = {s.id: s for s in sessions}
+            sessions = [given.pop(s.id, s) for s in old.sessions] + list(given.values())
             speakers = list(dict.fromkeys(list(old.speakers) + speakers))
-        conv = Conversation(id=ns, sessions=sessions, speakers=speakers)
-        units, traces = build_memory(conv, extractor=self.retrieval.extractor,
-                                     llm=self.llm if self.retrieval.extractor == "llm" else None, store=self.store)
-        self.retriever.index_units(conv, units, traces, namespace=ns)
-        self._conversations[ns] = conv
+        self._index(Conversation(id=ns, sessions=sessions, speakers=speakers))
         return self
 
+    def _stored(self, ns: str) -> Conversation | None:
+        try:
+            return self.store.get_conversation(ns)
+        except KeyError:
+            return None
+
+    def _index(self, conv: Conversation) -> None:
+        """Bring the stored memory of `conv` up to date and (re)index it for retrieval."""
+        from qgmem.construct.build import BuildReport, build_memory
+
+        report = BuildReport()
+        units, traces = build_memory(conv, extractor=self.retrieval.extractor, store=self.store, report=report,
+                                     llm=self.llm if self.retrieval.extractor == "llm" else None)
+        self.retriever.index_units(conv, units, traces, namespace=conv.id)
+        self._indexed.add(conv.id)
+        if report.incomplete and not self.allow_partial:
+            self._indexed.discard(conv.id)
+            raise MemoryIncomplete(f"namespace {conv.id!r}: {report.incomplete[conv.id]} window(s) could not be "
+                                   f"extracted ({len(report.failures)} failure(s), first: "
+                                   f"{report.failures[0]['error'] if report.failures else '?'}); add() again to "
+                                   "retry, or open the pipeline with allow_partial=True")
+
     def namespaces(self) -> list[str]:
-        return sorted(self._conversations)
+        """Every namespace with a stored conversation, this process's additions or not."""
+        return [ns for ns in self.store.namespaces() if self._stored(ns) is not None]
+
+    def forget(self, namespace: str, session_id: str | None = None, turn_ids: list[str] | None = None
+               ) -> "MemoryPipeline":
+        """Forget a namespace, one session of it, or some turns, with every record derived from them."""
+        from qgmem.construct.forget import forget
+
+        if namespace not in self.namespaces():
+            raise KeyError(f"namespace {namespace!r} is not in this store (have {self.namespaces()})")
+        self.retriever.release(namespace)
+        self._indexed.discard(namespace)
+        forget(self.store, namespace, session_id, turn_ids, llm=self.llm if self.retrieval.extractor == "llm" else None)
+        return self
+
+    def history(self, unit_id: str) -> list[AtomicUnit]:
+        """The trace of a unit: every state of its (subject, relation) in memory-time order, each
+        with its role and whether it is superseded; just the unit when it has no trace."""
+        ns = unit_id.rsplit("/", 2)[0]  # unit ids are <namespace>/<session>#w<i>/u<j>
+        units = {u.id: u for u in self.store.units(ns)}
+        if unit_id not in units:
+            raise KeyError(f"no unit {unit_id!r} in namespace {ns!r}")
+        for t in self.store.traces(ns):
+            if unit_id in t.unit_ids:
+                return [units[i] for i in t.unit_ids]
+        return [units[unit_id]]
 
     def working_memory(self, question: str | Question, namespace: str | None = None) -> WorkingMemory:
         q = self._question(question, namespace)
@@ -164,12 +228,15 @@ class MemoryPipeline:
             ns = namespace
             q = Question(id=f"q-{uuid.uuid4().hex[:8]}", text=str(question), answers=[], category="",
                          conversation_id=ns or "")
+        have = self.namespaces()
         if not q.conversation_id:
-            if len(self._conversations) != 1:
-                raise ValueError(f"namespace required: this pipeline holds {self.namespaces()}")
-            q = dataclasses.replace(q, conversation_id=self.namespaces()[0])
-        if q.conversation_id not in self._conversations:
-            raise KeyError(f"namespace {q.conversation_id!r} has no memories; add() it first (have {self.namespaces()})")
+            if len(have) != 1:
+                raise ValueError(f"namespace required: this pipeline holds {have}")
+            q = dataclasses.replace(q, conversation_id=have[0])
+        if q.conversation_id not in have:
+            raise KeyError(f"namespace {q.conversation_id!r} has no memories; add() it first (have {have})")
+        if q.conversation_id not in self._indexed:  # stored by another process or an earlier run
+            self._index(self.store.get_conversation(q.conversation_id))
         return q
 
     # -- answers ----------------------------------------------------------------------------
