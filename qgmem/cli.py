@@ -1,6 +1,7 @@
 """The `qgmem` command. Each subcommand lives in the module that does the work and exposes
 `add_arguments(parser)` and `run(args) -> int`; modules are imported only when their command runs,
-so `qgmem --help` stays fast."""
+so `qgmem --help` stays fast. A user error (bad input, config or store) is one line and exit code 2;
+`--debug` anywhere on the command line shows its traceback."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("qgmem.data.cli", "benchmark data: stats, download, check"),
     "build": ("qgmem.construct.cli", "build QGMem memories (atomic units + traces) into a store"),
+    "forget": ("qgmem.construct.forget", "forget a namespace, a session or turns, and all that was derived from them"),
     "evaluate": ("qgmem.evaluation.cli", "evaluate a method on a benchmark (same as evaluate.py)"),
     "prepare": ("qgmem.training.prepare", "turn a data set into cached graph-token training examples"),
     "train": ("qgmem.training.trainer", "train the graph encoder + projector (same as train.py)"),
@@ -28,7 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from qgmem.errors import run_entry_point
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args if not a.startswith("-")), "")
+    return run_entry_point(f"qgmem {command}" if command in COMMANDS else "qgmem", _dispatch, args)
+
+
+def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         parser = build_parser()
         if argv and argv[0] not in ("-h", "--help"):

@@ -14,11 +14,13 @@ from typing import Any, TypeVar
 
 import yaml
 
+from qgmem.errors import UserError
+
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
-    pass
+class ConfigError(ValueError, UserError):
+    """A config file, section, key or override that cannot be used."""
 
 
 def _is_dataclass_type(tp: Any) -> bool:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from qgmem.config import from_dict
+from qgmem.errors import UserError
 from qgmem.graph.local_graph import GraphConfig
 from qgmem.llm.base import ChatBackend
 from qgmem.model.collate import GraphExample
@@ -36,7 +37,7 @@ from qgmem.retrieve.config import RetrievalConfig
 from qgmem.types import AtomicUnit, Conversation, Question, Session, WorkingMemory
 
 
-class MemoryIncomplete(RuntimeError):
+class MemoryIncomplete(RuntimeError, UserError):
     """A namespace whose last build left windows unextracted (e.g. the LLM server failed)."""
 
 

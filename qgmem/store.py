@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from qgmem.errors import UserError
 from qgmem.io import atomic_open
 from qgmem.types import (
     AtomicUnit,
@@ -69,8 +70,8 @@ CREATE TABLE IF NOT EXISTS failures (
 """
 
 
-class StoreError(RuntimeError):
-    pass
+class StoreError(RuntimeError, UserError):
+    """A store that cannot be opened or written as asked (unreadable, other schema, busy)."""
 
 
 class StoreBusy(StoreError):

@@ -207,3 +207,18 @@ def test_history_returns_the_trace_of_a_unit_and_forget_works_through_the_pipeli
         pipe.working_memory("Where does Ann work now?", "h")  # re-indexed after forgetting
         pipe.forget("h")
         assert pipe.namespaces() == []
+
+
+def test_forget_from_the_command_line(tmp_path, tiny_conversation, capsys) -> None:
+    store = MemoryStore(tmp_path)
+    build_memory(tiny_conversation, "rule", store=store)
+    store.close()
+    assert main(["forget", "--store", str(tmp_path), "--namespace", "c1", "--session", "S2"]) == 0
+    assert "forgot session 'S2' of 'c1'" in capsys.readouterr().out
+    with MemoryStore(tmp_path) as st:
+        assert {u.session_id for u in st.units("c1")} == {"S1"}
+    assert main(["forget", "--store", str(tmp_path), "--namespace", "c1", "--turns", "D7:1"]) == 2
+    assert capsys.readouterr().err.strip() == f"qgmem forget: {tmp_path}: namespace 'c1' has no turn(s) ['D7:1']"
+    assert main(["forget", "--store", str(tmp_path), "--namespace", "nobody"]) == 2
+    with pytest.raises(StoreError):
+        main(["forget", "--store", str(tmp_path), "--namespace", "nobody", "--debug"])

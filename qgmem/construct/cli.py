@@ -91,15 +91,9 @@ def load_conversations(args: argparse.Namespace) -> list[Conversation]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qgmem.store import StoreError
-
-    try:
-        cfg = make_config(args)
-        convs = load_conversations(args)
-        return _build(args, cfg, convs)
-    except (ConfigError, DataError, StoreError) as e:
-        print(f"qgmem build: {e}", file=sys.stderr)
-        return 2
+    cfg = make_config(args)
+    convs = load_conversations(args)
+    return _build(args, cfg, convs)
 
 
 def _build(args: argparse.Namespace, cfg: BuildConfig, convs: list[Conversation]) -> int:

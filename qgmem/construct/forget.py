@@ -60,3 +60,35 @@ def forget(store: MemoryStore, namespace: str, session_id: str | None = None, tu
         finally:
             store.compact()
     return report
+
+
+# ---------------------------------------------------------------------------------------------
+# `qgmem forget`
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--store", required=True, help="store directory")
+    p.add_argument("--namespace", required=True, help="the conversation or user to forget (or to forget from)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--session", default=None, help="forget only this session")
+    g.add_argument("--turns", nargs="+", default=None, help="forget only these turn ids")
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from qgmem.store import StoreError
+
+    if not (Path(args.store) / "store.sqlite").exists():
+        raise StoreError(f"{args.store}: no qgmem store here")
+    with MemoryStore(args.store) as store:
+        if args.namespace not in store.namespaces():
+            raise StoreError(f"{args.store}: no namespace {args.namespace!r} (have {store.namespaces()[:20]})")
+        try:
+            report = forget(store, args.namespace, args.session, args.turns)
+        except KeyError as e:
+            raise StoreError(f"{args.store}: {e.args[0]}") from None
+    what = f"session {args.session!r} of " if args.session else (f"{len(args.turns)} turn(s) of " if args.turns else "")
+    print(f"forgot {what}{args.namespace!r}; {report.dropped_units} unit(s) dropped, "
+          f"{report.phases['extraction'].windows} window(s) extracted again")
+    return 0

@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qgmem.errors import UserError
 
-class DataError(ValueError):
+
+class DataError(ValueError, UserError):
     """A benchmark file is missing, unreadable or does not follow its documented schema."""
 
     def __init__(self, file: str | Path, where: str, problem: str):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qgmem.errors import UserError, run_entry_point
 from qgmem.config import dump_yaml, to_dict
 from qgmem.training import checkpoint as ckpt
 from qgmem.training.config import ModelConfig, TrainConfig, load_train_config, validate_config
@@ -90,7 +91,7 @@ class Run:
             print(*a, flush=True)
 
 
-class PreparedSetMissing(FileNotFoundError):
+class PreparedSetMissing(FileNotFoundError, UserError):
     """``data.dir`` holds no prepared set; the message names the command that writes it."""
 
 
@@ -346,18 +347,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        res = train(load_train_config(args.config, args.model_config, args.overrides))
-    except PreparedSetMissing as e:  # one clear line, not a traceback
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    res = train(load_train_config(args.config, args.model_config, args.overrides))
     return 0 if res else 1
 
 
 def main(argv: list[str] | None = None) -> int:
+    """train.py: a missing prepared set or a bad config is one line and exit code 2 (`--debug`: traceback)."""
     p = argparse.ArgumentParser(prog="train.py", description=__doc__.split("\n")[0])
     add_arguments(p)
-    return run(p.parse_args(argv))
+    return run_entry_point("train.py", lambda a: run(p.parse_args(a)), argv)
 
 
 if __name__ == "__main__":
