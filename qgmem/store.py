@@ -17,15 +17,13 @@ takes an exclusive lock file and names the process that holds it.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
-import os
 import hashlib
 import json
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ import numpy as np
 
 from qgmem.errors import UserError
 from qgmem.io import atomic_open
+from qgmem.locking import FileLock, LockHeld
 from qgmem.types import (
     AtomicUnit,
     Conversation,
@@ -94,8 +93,7 @@ class MemoryStore:
         self.emb_dir.mkdir(exist_ok=True)
         self.db_path = self.root / "store.sqlite"
         self._lock = threading.RLock()
-        self._writer_fd: int | None = None
-        self._writer_depth = 0
+        self._writer = FileLock(self.root / "writer.lock")
         try:
             self._db = sqlite3.connect(self.db_path, timeout=60.0, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -140,37 +138,17 @@ class MemoryStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-        if self._writer_fd is not None:
-            os.close(self._writer_fd)
-            self._writer_fd, self._writer_depth = None, 0
+        self._writer.release_all()
 
     @contextmanager
     def writer(self) -> Iterator[MemoryStore]:
         """Hold the store's write lock (re-entrant in this process). A second writer fails at once
         with the PID of the holder instead of repeating its work, paid LLM calls included."""
-        with self._lock:
-            if self._writer_depth == 0:
-                path = self.root / "writer.lock"
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
-                    os.close(fd)
-                    raise StoreBusy(f"{self.root}: store is being built by {holder}; wait for it to finish") from None
-                os.ftruncate(fd, 0)
-                os.write(fd, f"PID {os.getpid()} (since {time.strftime('%Y-%m-%d %H:%M:%S')})".encode())
-                self._writer_fd = fd
-            self._writer_depth += 1
         try:
-            yield self
-        finally:
-            with self._lock:
-                self._writer_depth -= 1
-                if self._writer_depth == 0 and self._writer_fd is not None:
-                    os.ftruncate(self._writer_fd, 0)
-                    os.close(self._writer_fd)  # closing the descriptor releases the flock
-                    self._writer_fd = None
+            with self._writer:
+                yield self
+        except LockHeld as e:
+            raise StoreBusy(f"{self.root}: store is being built by {e.holder}; wait for it to finish") from None
 
     def compact(self) -> None:
         """Fold the WAL into the database and truncate it (after a forget: no old page stays behind)."""
@@ -316,6 +294,32 @@ class MemoryStore:
             # a rename from a later, interrupted write can leave a newer matrix than the metadata row
             return None
         return json.loads(ids_json), matrix, model
+
+    def cached_vectors(self, ns: str, kind: str, texts: list[str], encode: Callable[[list[str]], np.ndarray],
+                       model: str, prune: bool = True) -> tuple[np.ndarray, int]:
+        """Vectors of `texts` (in order) from `encode`, reusing the stored rows of texts seen before
+        under `ns`/`kind` with the same `model`; returns (matrix, how many texts were encoded).
+        `prune`: keep only these texts' rows (else every row seen, for callers that ask in parts).
+
+        Rows are keyed by a hash of the text, never the text itself, so a growing memory encodes only
+        its new texts and a forgotten sentence leaves no copy in the embedding index."""
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        known: dict[str, np.ndarray] = {}
+        prev = self.get_embeddings(ns, kind)
+        if prev is not None and prev[2] == model:
+            known = dict(zip(prev[0], prev[1]))
+        todo = list(dict.fromkeys(k for k in keys if k not in known))
+        if todo:
+            first = {k: t for k, t in zip(keys, texts)}
+            vecs = np.asarray(encode([first[k] for k in todo]), dtype=np.float32)
+            known.update(zip(todo, vecs))
+        if not texts:
+            return np.zeros((0, prev[1].shape[1] if prev is not None else 0), np.float32), 0
+        matrix = np.stack([known[k] for k in keys]).astype(np.float32)
+        uniq = list(dict.fromkeys(keys)) if prune else list(known)
+        if todo or prev is None or prev[0] != uniq:
+            self.set_embeddings(ns, kind, uniq, np.stack([known[k] for k in uniq]), model)
+        return matrix, len(todo)
 
     def drop_embeddings(self, ns: str, keep: tuple[str, ...] = ()) -> None:
         """Remove the embedding matrices of `ns` except the kinds in `keep` (files included)."""

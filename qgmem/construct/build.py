@@ -173,12 +173,13 @@ def _embed_claims(store: MemoryStore, ns: str, units: list[AtomicUnit], embedder
     return matrix
 
 
-def _encode_unique(embedder: TextEmbedder, texts: list[str], stats: PhaseStats) -> np.ndarray:
-    uniq = sorted(set(texts))
-    vecs = embedder.encode(uniq)
-    stats.texts_encoded += len(uniq)
-    pos = {t: i for i, t in enumerate(uniq)}
-    return vecs[[pos[t] for t in texts]] if texts else vecs
+def _encode_unique(store: MemoryStore, ns: str, kind: str, embedder: TextEmbedder, texts: list[str],
+                   stats: PhaseStats, prune: bool = True) -> np.ndarray:
+    """Vectors of `texts`, each distinct text encoded once and kept in the store for the next build."""
+    vecs, encoded = store.cached_vectors(ns, kind, texts, embedder.encode, embedder.name, prune=prune)
+    stats.texts_encoded += encoded
+    stats.texts_reused += len(set(texts)) - encoded
+    return vecs
 
 
 def _traces_key(units: list[AtomicUnit], sources: list[str], cfg: BuildConfig, consolidation: str) -> str:
@@ -297,11 +298,12 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
         claim = tfidf_matrix([u.text for u in units])
     else:
         raise ValueError(f"traces.neighbour_space: {cfg.traces.neighbour_space!r} is not 'tfidf' or 'embedding'")
-    relation = _encode_unique(embedder, [relation_text(u) for u in units], est)
+    relation = _encode_unique(store, ns, "trace-relation", embedder, [relation_text(u) for u in units], est)
 
     def objects(idx: list[int]) -> np.ndarray:
         ts = time.perf_counter()
-        out = _encode_unique(embedder, [object_text(units[i]) for i in idx], est)
+        out = _encode_unique(store, ns, "trace-object", embedder, [object_text(units[i]) for i in idx], est,
+                             prune=False)
         est.seconds += time.perf_counter() - ts
         return out
 
