@@ -246,3 +246,13 @@ def test_circuit_opens_after_consecutive_failures_and_stops_calling() -> None:
         with pytest.raises(LLMError, match="circuit open after 2 consecutive failed calls"):
             be.chat(MSG)
         assert len(srv.requests) == sent == 4
+
+
+def test_chat_template_kwargs_switch_thinking_off_over_http() -> None:
+    """Qwen3 served by vLLM/SGLang reads `chat_template_kwargs`; the config passes it on every request."""
+    with OpenAIServer(lambda req: "ok") as srv:
+        cfg = LLMConfig(backend="openai", model="Qwen/Qwen3-8B", base_url=srv.base_url, cache=False,
+                        chat_template_kwargs={"enable_thinking": False}, extra_body={"top_k": 1})
+        make_backend(cfg).chat(MSG)
+    assert srv.requests[0]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert srv.requests[0]["top_k"] == 1

@@ -51,6 +51,9 @@ def backend_identity(backend: ChatBackend) -> str:
     """Who answers: the same model name behind two servers (or with other extra request fields,
     e.g. thinking switched off) may answer differently, so each gets its own cache entries."""
     ident = f"{type(backend).__name__}:{backend.model}"
+    template = getattr(backend, "chat_template_kwargs", None)
+    if template:
+        ident += "+" + json.dumps(template, sort_keys=True)
     url = getattr(backend, "base_url", None)
     if url:
         extra = json.dumps(getattr(backend, "extra_body", None) or {}, sort_keys=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 BACKENDS = ("hf", "openai", "scripted")
 
@@ -34,6 +35,10 @@ class LLMConfig:
     backoff_base_s: float = 1.0  # http: first retry waits about this long, doubling each time
     backoff_max_s: float = 30.0  # http: cap for one backoff wait (a server's Retry-After is honoured up to 300 s)
     cache_sampled: bool = False  # also cache temperature > 0 replies (makes sampling repeat itself)
+    # keyword arguments for the model's chat template, e.g. {"enable_thinking": false} to switch Qwen3's
+    # thinking off: passed to apply_chat_template (hf) or sent as the request's chat_template_kwargs (openai)
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)  # openai: more request fields, e.g. {"top_k": 1}
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

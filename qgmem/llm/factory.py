@@ -42,6 +42,8 @@ def make_backend(
             max_concurrency=cfg.max_concurrency,
             backoff_base_s=cfg.backoff_base_s,
             backoff_max_s=cfg.backoff_max_s,
+            extra_body={**cfg.extra_body, **({"chat_template_kwargs": dict(cfg.chat_template_kwargs)}
+                                             if cfg.chat_template_kwargs else {})},
         )
     elif cfg.backend == "hf":
         from .hf import HFChatBackend, local_model_path
@@ -52,6 +54,7 @@ def make_backend(
             dtype=cfg.dtype,
             max_new_tokens=cfg.max_new_tokens,
             batch_size=cfg.batch_size,
+            chat_template_kwargs=cfg.chat_template_kwargs,
         )
     else:  # LLMConfig.__post_init__ already rejects this
         raise ValueError(f"unknown LLM backend {cfg.backend!r}")

@@ -140,8 +140,10 @@ class HFChatBackend(ChatBackend):
         dtype: str | None = None,
         max_new_tokens: int = 512,
         batch_size: int = 8,
+        chat_template_kwargs: dict[str, Any] | None = None,
     ):
         super().__init__()
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})  # e.g. {"enable_thinking": False}
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -181,7 +183,8 @@ class HFChatBackend(ChatBackend):
             last = max(i for i, m in enumerate(messages) if m["role"] != "assistant") if any(
                 m["role"] != "assistant" for m in messages) else len(messages) - 1
             messages[last]["content"] = messages[last]["content"] + JSON_HINT
-        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
+                                                  **self.chat_template_kwargs)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     # -- generation -----------------------------------------------------------------------------
