@@ -171,7 +171,7 @@ RENAMED: dict[str, dict[str, str]] = {
 
 def names(task: Task) -> list[str]:
     """Registry names usable in a `task` run."""
-    return [s.name for s in _SPECS if (s.answers if task == "qa" else s.retrieves)]
+    return [s.name for s in REGISTRY.values() if (s.answers if task == "qa" else s.retrieves)]
 
 
 def spec(name: str, task: Task | None = None, where: str = "methods") -> MethodSpec:
@@ -190,10 +190,10 @@ def spec(name: str, task: Task | None = None, where: str = "methods") -> MethodS
     return s
 
 
-def parse_options(name: str, options: Mapping[str, Any]) -> Any:
+def parse_options(name: str, options: Mapping[str, Any], task: Task | None = None) -> Any:
     """`method_options.<name>` as its options dataclass; errors name `method_options.<name>.<key>`."""
-    s = spec(name, where=f"method_options.{name}")
     where = f"method_options.{name}"
+    s = REGISTRY[name] if name in REGISTRY else spec(name, task, where)  # options of any entry, whatever the task
     if not isinstance(options, Mapping):
         raise ConfigError(f"{where}: expected a mapping of options, got {options!r}")
     known = [f.name for f in dataclasses.fields(s.options)]
@@ -217,7 +217,7 @@ def check_methods(methods: list[str], method_options: Mapping[str, Mapping[str, 
     for name in methods:
         spec(name, task)
     for name, opts in method_options.items():
-        parse_options(name, opts)
+        parse_options(name, opts, task)
     for name in methods:
         for key in REGISTRY[name].required:
             if not (method_options.get(name) or {}).get(key):
