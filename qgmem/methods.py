@@ -168,6 +168,13 @@ RENAMED: dict[str, dict[str, str]] = {
     "naive-rag": {"qa": "dense-turns", "retrieval": "dense-turns"},
 }
 
+# what a run config without `methods` runs
+DEFAULTS: dict[str, tuple[str, ...]] = {
+    "qa": ("qgmem-text", "dense-turns"),
+    "retrieval": ("qgmem-activation", "qgmem-no-attribute", "qgmem-no-rerank", "qgmem-no-traces", "bm25-turns",
+                  "dense-turns"),
+}
+
 
 def names(task: Task) -> list[str]:
     """Registry names usable in a `task` run."""

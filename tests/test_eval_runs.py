@@ -163,6 +163,8 @@ def test_the_registry_is_the_only_list_of_method_names(monkeypatch):
     from qgmem.evaluation.config import RetrievalBenchConfig
 
     assert not hasattr(eval_config, "METHODS")
+    assert EvalConfig().methods == list(methods.DEFAULTS["qa"])
+    assert RetrievalBenchConfig().methods == list(methods.DEFAULTS["retrieval"])
     assert set(methods.names("qa")) == {"qgmem-text", "qgmem-graph-token", "anchormem", "bm25-turns", "dense-turns",
                                         "full-context"}
     assert "qgmem-activation" in methods.names("retrieval") and "qgmem-no-rerank" in methods.names("retrieval")

@@ -71,7 +71,7 @@ class EvalConfig:
     data_dir: str | None = None  # benchmark data root; None = $QGMEM_DATA_DIR
     data_options: dict[str, Any] = field(default_factory=dict)  # extra loader keywords (e.g. split)
     subset: SubsetConfig = field(default_factory=SubsetConfig)
-    methods: list[str] = field(default_factory=lambda: ["qgmem-text", "dense-turns"])
+    methods: list[str] = field(default_factory=lambda: list(registry.DEFAULTS["qa"]))
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per method name, its options dataclass
     k: int = 10
     answer: AnswerConfig = field(default_factory=AnswerConfig)
@@ -107,10 +107,6 @@ class EvalConfig:
             raise ValueError(f"EvalConfig.coverage.method: {self.coverage.method!r}; only 'judge-entailment' exists")
 
 
-def _retrieval_default_methods() -> list[str]:
-    return ["qgmem-activation", "qgmem-no-attribute", "qgmem-no-rerank", "qgmem-no-traces", "bm25-turns", "dense-turns"]
-
-
 @dataclass
 class RetrievalBenchConfig:
     """A retrieval run: every method's working memory scored against gold evidence turns."""
@@ -123,7 +119,7 @@ class RetrievalBenchConfig:
     dev_conversations: list[str] = field(default_factory=list)  # tuning split; also reported separately
     k: int = 10
     token_budget: int = 600
-    methods: list[str] = field(default_factory=_retrieval_default_methods)
+    methods: list[str] = field(default_factory=lambda: list(registry.DEFAULTS["retrieval"]))
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # e.g. {"anchormem": {"tau": 0.85}}
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)  # base settings of QGMem and dense-turns
     output_dir: str = "results"
