@@ -16,7 +16,7 @@ from torch_geometric.data import Data
 
 from qgmem.graph.local_graph import GraphConfig, graph_triples
 from qgmem.llm.base import ChatBackend, ChatRequest, LLMError
-from qgmem.types import MemoryItem, Question, WorkingMemory
+from qgmem.types import MemoryItem, MemoryMethod, Question, WorkingMemory
 
 DEFAULT_SYSTEM = (
     "You answer questions about a long conversation between people. Use only the memory given "
@@ -163,23 +163,23 @@ def cap_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     return text, False
 
 
-def memory_text(method: Any, wm: WorkingMemory, with_graph: bool = True) -> str:
-    """What the answer model reads: the method's own rendering if it has one (full context),
-    else the shared serialisation (with the local graph for qgmem-text only)."""
-    render = getattr(method, "render", None)
-    if callable(render):
-        return render(wm)
-    return serialize_working_memory(wm, with_graph=with_graph and getattr(method, "name", "") == "qgmem-text")
+def memory_text(method: MemoryMethod, wm: WorkingMemory, with_graph: bool = True) -> str:
+    """What the answer model reads: the method's own `render` when it gives one (full context),
+    else the shared serialisation, with the local graph when the method asks for it (`graph_in_memory`)."""
+    own = method.render(wm)
+    if own is not None:
+        return own
+    return serialize_working_memory(wm, with_graph=with_graph and method.graph_in_memory)
 
 
-def generate_answers(method: Any, batch: list[tuple[Question, WorkingMemory]], backend: ChatBackend | None,
+def generate_answers(method: MemoryMethod, batch: list[tuple[Question, WorkingMemory]], backend: ChatBackend | None,
                      max_tokens: int = 64, with_graph: bool = True, max_context_tokens: int = 0) -> list[Answer]:
     """Answers for several questions at once: one `complete_many` call, so a local model batches
     the prompts and an HTTP backend sends them concurrently. Failures come back per question."""
-    if callable(getattr(method, "answer", None)) or len(batch) <= 1:
+    if method.answers_itself or len(batch) <= 1:
         return [generate_answer(method, q, wm, backend, max_tokens, with_graph, max_context_tokens) for q, wm in batch]
     if backend is None:
-        raise ValueError(f"method {getattr(method, 'name', method)!r} answers through an LLM: give an answer backend")
+        raise ValueError(f"method {method.name!r} answers through an LLM: give an answer backend")
     capped = [cap_tokens(memory_text(method, wm, with_graph), max_context_tokens) for _, wm in batch]
     texts = [t for t, _ in capped]
     reqs = [ChatRequest(answer_messages(q, t), 0.0, max_tokens) for (q, _), t in zip(batch, texts)]
@@ -197,18 +197,17 @@ def generate_answers(method: Any, batch: list[tuple[Question, WorkingMemory]], b
     return out
 
 
-def generate_answer(method: Any, question: Question, wm: WorkingMemory, backend: ChatBackend | None,
+def generate_answer(method: MemoryMethod, question: Question, wm: WorkingMemory, backend: ChatBackend | None,
                     max_tokens: int = 64, with_graph: bool = True, max_context_tokens: int = 0) -> Answer:
     """One answer. A generation call that fails after the backend's retries comes back with
     `error` set and an empty prediction: the runner counts it, it is never silently dropped."""
     t0 = time.perf_counter()
-    own = getattr(method, "answer", None)
-    if callable(own):
-        raw, pt, ct = own(question, wm, max_tokens)
+    if method.answers_itself:
+        raw, pt, ct = method.answer(question, wm, max_tokens)
         ans, cited = parse_answer(raw)
         return Answer(ans, raw, cited, "", pt, ct, time.perf_counter() - t0)
     if backend is None:
-        raise ValueError(f"method {getattr(method, 'name', method)!r} answers through an LLM: give an answer backend")
+        raise ValueError(f"method {method.name!r} answers through an LLM: give an answer backend")
     text, cut = cap_tokens(memory_text(method, wm, with_graph), max_context_tokens)
     try:
         res = backend.chat(answer_messages(question, text), temperature=0.0, max_tokens=max_tokens,

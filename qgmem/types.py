@@ -146,13 +146,48 @@ class WorkingMemory:
 
 @runtime_checkable
 class MemoryMethod(Protocol):
-    """What every method (QGMem, AnchorMem, baselines) offers evaluation."""
+    """What every method (QGMem, AnchorMem, baselines) offers evaluation.
+
+    The harness reads only these members, never a method's name: `graph_in_memory` asks for the
+    local graph as triples after the entries, `answers_itself` marks a method that answers with its
+    own model (`answer`), `render` is a method's own memory text (None = the shared serialisation)
+    and `release` drops a conversation's in-memory index once its questions are done.
+    `MethodBase` gives the defaults.
+    """
 
     name: str
+    graph_in_memory: bool
+    answers_itself: bool
 
     def build(self, conversation: Conversation) -> None: ...
 
     def activate(self, question: Question, k: int = 10) -> WorkingMemory: ...
+
+    def release(self, namespace: str) -> None: ...
+
+    def render(self, wm: WorkingMemory) -> str | None: ...
+
+    def answer(self, question: Question, wm: WorkingMemory, max_tokens: int) -> tuple[str, int, int]: ...
+
+
+class MethodBase:
+    """Defaults of the optional `MemoryMethod` members: shared serialisation without the graph,
+    answered through the chat backend, nothing to release."""
+
+    name: str = ""
+    graph_in_memory: bool = False
+    answers_itself: bool = False
+
+    def release(self, namespace: str) -> None:
+        """Nothing held per conversation by default."""
+
+    def render(self, wm: WorkingMemory) -> str | None:
+        """None: the answer step serialises the working memory itself."""
+        return None
+
+    def answer(self, question: Question, wm: WorkingMemory, max_tokens: int) -> tuple[str, int, int]:
+        """(reply, prompt tokens, completion tokens); only for methods with `answers_itself`."""
+        raise NotImplementedError(f"method {self.name!r} answers through a chat backend (answers_itself is False)")
 
 
 def to_dict(obj: Any) -> Any:

@@ -13,6 +13,7 @@ from qgmem.evaluation.runner import evaluate
 from qgmem.io import read_jsonl
 from qgmem.llm import LLMConfig, make_backend
 from qgmem.answer import generate_answer
+from qgmem.config import ConfigError
 from qgmem.methods import MethodUnavailable, make_method
 
 
@@ -70,11 +71,49 @@ def test_registry_errors_name_the_method(tmp_path):
     with pytest.raises(MethodUnavailable, match="unknown method 'magic'"):
         make_method("magic")
     with pytest.raises(MethodUnavailable, match="checkpoint"):
-        make_method("qgmem", store_root=tmp_path / "store")
-    with pytest.raises(MethodUnavailable, match="full-context"):
+        make_method("qgmem-graph-token", store_root=tmp_path / "store")
+    with pytest.raises(ConfigError, match="method_options.full-context.max_tokens: unknown option"):
         make_method("full-context", max_tokens=3)
+    with pytest.raises(ConfigError, match="'naive-rag' was renamed: use 'dense-turns'"):
+        make_method("naive-rag")
     m = make_method("bm25-turns")
     assert m.name == "bm25-turns" and callable(m.activate)
+    assert make_method("full-context", max_context_tokens=7).max_context_tokens == 7
+
+
+def test_memory_text_follows_the_method_protocol_not_its_name(tiny_conversation, tmp_path):
+    from qgmem.answer import memory_text
+    from qgmem.methods import GraphTokenMethod
+    from qgmem.types import MemoryMethod, MethodBase
+
+    text_m = make_method("qgmem-text", store=tmp_path / "store", extractor="rule")
+    act_m = make_method("qgmem-activation", store=tmp_path / "store")
+    for m in (text_m, act_m):
+        assert isinstance(m, MemoryMethod)
+        m.build(tiny_conversation)
+    q = tiny_conversation.questions[0]
+    wm = text_m.activate(q, k=5)
+    assert text_m.graph_in_memory and not act_m.graph_in_memory
+    with_graph = memory_text(text_m, wm)
+    assert "Relations between memory entries" in with_graph
+    assert "Relations between memory entries" not in memory_text(act_m, wm)
+    assert "Relations between memory entries" not in memory_text(text_m, wm, with_graph=False)
+    text_m.name = "renamed"  # the name decides nothing
+    assert memory_text(text_m, wm) == with_graph
+    fc = FullContext()
+    fc.build(tiny_conversation)
+    fwm = fc.activate(q)
+    assert memory_text(fc, fwm) == fc.render(fwm) and "Session" in memory_text(fc, fwm)
+    assert GraphTokenMethod.answers_itself and not MethodBase.answers_itself
+
+    class Own(MethodBase):  # a method that answers with its own model never needs a backend
+        answers_itself = True
+
+        def answer(self, question, wm, max_tokens):
+            return f"Answer: own {max_tokens}", 3, 2
+
+    ans = generate_answer(Own(), q, wm, None, max_tokens=9)
+    assert ans.prediction == "own 9" and ans.prompt_tokens == 3 and ans.memory_text == ""
 
 
 def test_memory_text_is_cut_to_the_context_budget_and_flagged(tiny_conversation):

@@ -143,7 +143,58 @@ def test_subset_is_seeded_per_category_and_names_missing_conversations(tiny_conv
 def test_config_rejects_unknown_methods_and_benchmarks():
     with pytest.raises(ValueError, match="unknown"):
         EvalConfig(methods=["magic"])
+    with pytest.raises(ValueError, match="'qgmem-activation' does not answer questions"):
+        EvalConfig(methods=["qgmem-activation"])
+    with pytest.raises(ValueError, match="method_options.qgmem-graph-token.checkpoint: required"):
+        EvalConfig(methods=["qgmem-graph-token"])
+    with pytest.raises(ValueError, match=r"method_options.qgmem-text.rerank.kind: expected str"):
+        EvalConfig(methods=["qgmem-text"], method_options={"qgmem-text": {"rerank": {"kind": 3}}})
+    with pytest.raises(ValueError, match=r"method_options.anchormem: AnchorMemConfig.tau must be"):
+        EvalConfig(methods=["anchormem"], method_options={"anchormem": {"tau": 5.0}})
     with pytest.raises(ValueError, match="benchmark"):
         EvalConfig(benchmark="squad")
     with pytest.raises(ValueError, match="coverage"):
         EvalConfig(coverage=CoverageConfig(enabled=True))  # coverage runs on the judge backend
+
+
+def test_the_registry_is_the_only_list_of_method_names(monkeypatch):
+    from qgmem import methods
+    from qgmem.evaluation import config as eval_config
+    from qgmem.evaluation.config import RetrievalBenchConfig
+
+    assert not hasattr(eval_config, "METHODS")
+    assert EvalConfig().methods == list(methods.DEFAULTS["qa"])
+    assert RetrievalBenchConfig().methods == list(methods.DEFAULTS["retrieval"])
+    assert set(methods.names("qa")) == {"qgmem-text", "qgmem-graph-token", "anchormem", "bm25-turns", "dense-turns",
+                                        "full-context"}
+    assert "qgmem-activation" in methods.names("retrieval") and "qgmem-no-rerank" in methods.names("retrieval")
+    for name, spec in methods.REGISTRY.items():
+        assert spec.name == name and spec.description and (spec.answers or spec.retrieves)
+    # a method registered at run time is known to both configs, nothing else to edit
+    extra = methods.MethodSpec("echo-turns", "test only", methods.BM25TurnsOptions, methods.REGISTRY["bm25-turns"].factory)
+    monkeypatch.setitem(methods.REGISTRY, "echo-turns", extra)
+    assert EvalConfig(methods=["echo-turns"]).methods == ["echo-turns"]
+    assert RetrievalBenchConfig(methods=["echo-turns"]).methods == ["echo-turns"]
+    monkeypatch.delitem(methods.REGISTRY, "echo-turns")
+    with pytest.raises(ValueError, match="unknown method 'echo-turns'"):
+        EvalConfig(methods=["echo-turns"])
+
+
+def test_qa_runs_live_in_benchmark_run_folders_and_resume_only_matching_runs(tmp_path, tiny_conversation):
+    cfg = _cfg(tmp_path, "q")
+    cfg.methods = ["bm25-turns"]
+    cfg.judge.enabled = False
+    with pytest.raises(Killed):
+        evaluate(cfg, [tiny_conversation], ScriptedBackend(lambda req: (_ for _ in ()).throw(Killed())),
+                 show_progress=False)
+    (run,) = list((tmp_path / "q" / "locomo").iterdir())  # <output_dir>/<benchmark>/<run>
+    other = _cfg(tmp_path, "q")
+    other.methods = ["full-context"]
+    other.judge.enabled = False
+    assert latest_unfinished(other) is None  # an unfinished run of other methods is not picked up
+    same = _cfg(tmp_path, "q")
+    same.methods = ["bm25-turns"]
+    same.judge.enabled = False
+    assert latest_unfinished(same) == run
+    out, s = evaluate(same, [tiny_conversation], ScriptedBackend(_answer), resume=True, show_progress=False)
+    assert out == run and s["methods"]["bm25-turns"]["overall"]["n"] == 3

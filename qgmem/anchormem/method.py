@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..llm.base import ChatBackend
-from ..types import Conversation, MemoryItem, Question, WorkingMemory
+from ..types import Conversation, MemoryItem, MethodBase, Question, WorkingMemory
 from .config import AnchorMemConfig
 from .events import EventStats, build_events, find_clusters
 from .facts import FactStats, extract_facts_llm, facts_from_llm, facts_from_units, rule_units
@@ -54,7 +54,7 @@ class FactStage:
     fingerprint: str
 
 
-class AnchorMemMethod:
+class AnchorMemMethod(MethodBase):
     """Facts as retrieval anchors, immutable chunks as context, events as associations (AnchorMem)."""
 
     name = "anchormem"

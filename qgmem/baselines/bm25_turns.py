@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from qgmem.retrieve.lexical import LexicalIndex
-from qgmem.types import Conversation, MemoryItem, Question, Turn, WorkingMemory
+from qgmem.types import Conversation, MemoryItem, MethodBase, Question, Turn, WorkingMemory
 
 
-class BM25Turns:
+class BM25Turns(MethodBase):
     name = "bm25-turns"
 
     def __init__(self) -> None:
@@ -17,6 +17,10 @@ class BM25Turns:
         turns = conversation.turns()
         self._convs[conversation.id] = (turns, LexicalIndex([t.render() for t in turns]))
         self._last = conversation.id
+
+    def release(self, namespace: str) -> None:
+        """Drop a conversation's index once its questions are done."""
+        self._convs.pop(namespace, None)
 
     def activate(self, question: Question, k: int = 10) -> WorkingMemory:
         turns, index = _lookup(self._convs, question, self._last, self.name)

@@ -1,4 +1,4 @@
-"""Baseline: naive RAG, sentence-embedding similarity over raw turns (packaged MiniLM by default)."""
+"""Baseline `dense-turns` (naive RAG): sentence-embedding similarity over raw turns (packaged MiniLM by default)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from qgmem.baselines.bm25_turns import _lookup
 from qgmem.embed import get_embedder
 from qgmem.retrieve.dense import DenseIndex
 from qgmem.retrieve.qcache import encode_queries
-from qgmem.types import Conversation, MemoryItem, Question, Turn, WorkingMemory
+from qgmem.types import Conversation, MemoryItem, MethodBase, Question, Turn, WorkingMemory
 
 
-class DenseTurns:
+class DenseTurns(MethodBase):
     name = "dense-turns"
 
     def __init__(self, embedder: str = "minilm", device: str | None = None, store: object | None = None) -> None:
@@ -32,6 +32,10 @@ class DenseTurns:
                 self.store.set_embeddings(conversation.id, "dense-turns", texts, emb, self.embedder.name)
         self._convs[conversation.id] = (turns, DenseIndex(emb))
         self._last = conversation.id
+
+    def release(self, namespace: str) -> None:
+        """Drop a conversation's index (the store keeps its embeddings)."""
+        self._convs.pop(namespace, None)
 
     def activate(self, question: Question, k: int = 10) -> WorkingMemory:
         t0 = time.perf_counter()

@@ -8,10 +8,10 @@ does not fit the budget the oldest turns are dropped, and the working memory say
 from __future__ import annotations
 
 from qgmem.answer import count_tokens
-from qgmem.types import Conversation, MemoryItem, Question, WorkingMemory
+from qgmem.types import Conversation, MemoryItem, MethodBase, Question, WorkingMemory
 
 
-class FullContext:
+class FullContext(MethodBase):
     name = "full-context"
 
     def __init__(self, max_context_tokens: int = 100_000) -> None:
@@ -24,6 +24,9 @@ class FullContext:
     def build(self, conversation: Conversation) -> None:
         self._convs[conversation.id] = conversation
         self._last = conversation.id
+
+    def release(self, namespace: str) -> None:
+        self._convs.pop(namespace, None)
 
     def _conversation(self, question: Question) -> Conversation:
         cid = question.conversation_id or self._last

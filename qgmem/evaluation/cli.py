@@ -1,7 +1,8 @@
 """`python evaluate.py --config configs/eval/NAME.yaml [key=value ...] [--resume]` (= `qgmem evaluate`).
 
-A config with ``task: retrieval`` is handed to the retrieval benchmark
-(`qgmem.evaluation.retrieval.main`); everything else is a question-answering evaluation.
+A config with ``task: retrieval`` is handed to the retrieval harness
+(`qgmem.evaluation.retrieval`); everything else is a question-answering evaluation. Both write
+``<output_dir>/<benchmark>/<run>/`` and resume by the same rule (`qgmem.evaluation.runs`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from qgmem.config import ConfigError, apply_overrides, load_config, read_yaml
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="YAML file under configs/eval/")
-    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. subset.per_category=5 methods=[naive-rag]")
+    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. subset.per_category=5 methods=[dense-turns]")
     parser.add_argument("--resume", action="store_true",
-                        help="continue the latest unfinished run of this benchmark/methods (finished questions are skipped)")
+                        help="continue the latest unfinished run of this benchmark whose settings match (finished questions are skipped)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -37,9 +38,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if task == "retrieval":
+        from qgmem.evaluation.retrieval import load_retrieval_config
         from qgmem.evaluation.retrieval import main as retrieval_main
 
-        return int(retrieval_main(args.config, overrides) or 0)
+        try:
+            load_retrieval_config(args.config, overrides)  # errors here, before anything runs
+        except (ConfigError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return int(retrieval_main(args.config, overrides, resume=args.resume) or 0)
     from qgmem.evaluation.config import EvalConfig
     from qgmem.evaluation.report import score_table
     from qgmem.evaluation.runner import Evaluator

@@ -1,15 +1,22 @@
-"""What one evaluation run does: benchmark, question subset, methods, answer and judge backends."""
+"""What one evaluation run does: benchmark, question subset, methods, answer and judge backends
+(`EvalConfig`, task "qa") or retrieval scoring (`RetrievalBenchConfig`, task "retrieval").
+
+Both share `SubsetConfig`, the output layout ``<output_dir>/<benchmark>/<run>``, the resume rule
+(`RESUME_KEYS` must match) and the method check against the one registry, `qgmem.methods.REGISTRY`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from qgmem import methods as registry
+from qgmem.config import ConfigError
 from qgmem.llm.config import LLMConfig
+from qgmem.retrieve.config import RetrievalConfig
 
 BENCHMARKS = ("locomo", "longmemeval-s", "longmemeval-oracle", "beam-128k", "beam-500k",
               "factconsolidation-sh", "factconsolidation-mh", "convomem")
-METHODS = ("qgmem", "qgmem-text", "anchormem", "naive-rag", "bm25-turns", "full-context")
 
 
 @dataclass
@@ -24,6 +31,11 @@ class SubsetConfig:
     per_category_overrides: dict[str, int] = field(default_factory=dict)  # e.g. {"5": 3}
     max_questions: int = 0  # cap on the total, after the rest (seeded sample)
     seed: int = 0
+    conversation_sample: str = "first"  # max_conversations keeps the "first" N, or a "seeded" sample of N
+
+    def __post_init__(self) -> None:
+        if self.conversation_sample not in ("first", "seeded"):
+            raise ConfigError(f"subset.conversation_sample: {self.conversation_sample!r}; use 'first' or 'seeded'")
 
 
 @dataclass
@@ -49,7 +61,7 @@ class AnswerConfig:
     max_tokens: int = 64
     max_context_tokens: int = 0  # cut the memory text shown to the answer model (0 = never); cuts are counted
     batch_size: int = 8  # questions answered per batch (local model: one padded batch; HTTP: concurrent calls)
-    with_graph: bool = True  # qgmem-text: append the local graph as triples
+    with_graph: bool = True  # methods with graph_in_memory (qgmem-text) append the local graph as triples
 
 
 @dataclass
@@ -59,8 +71,8 @@ class EvalConfig:
     data_dir: str | None = None  # benchmark data root; None = $QGMEM_DATA_DIR
     data_options: dict[str, Any] = field(default_factory=dict)  # extra loader keywords (e.g. split)
     subset: SubsetConfig = field(default_factory=SubsetConfig)
-    methods: list[str] = field(default_factory=lambda: ["qgmem-text", "naive-rag"])
-    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per method name, kwargs
+    methods: list[str] = field(default_factory=lambda: list(registry.DEFAULTS["qa"]))
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per method name, its options dataclass
     k: int = 10
     answer: AnswerConfig = field(default_factory=AnswerConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
@@ -72,18 +84,19 @@ class EvalConfig:
     store_dir: str | None = None  # persistent memory store root; None = one inside the run folder
     retrieval_token_budget: int = 1000  # budget for recall-at-token-budget
 
+    # fields that must match for a run to be resumed: what decides the answers and scores (batch sizes,
+    # concurrency, timeouts, output_dir may change between the interrupted and the resumed run)
+    RESUME_KEYS: ClassVar[tuple[str, ...]] = (
+        "task", "benchmark", "data_dir", "data_options", "subset", "methods", "method_options", "k",
+        "answer.llm.backend", "answer.llm.model", "answer.llm.base_url", "answer.max_tokens", "answer.with_graph",
+        "answer.max_context_tokens", "judge.enabled", "judge.llm.backend", "judge.llm.model", "judge.repeats", "coverage")
+
     def __post_init__(self) -> None:
         if self.task != "qa":
             raise ValueError(f"EvalConfig.task: {self.task!r}; only 'qa' runs here ('retrieval' is dispatched)")
         if self.benchmark not in BENCHMARKS:
             raise ValueError(f"EvalConfig.benchmark: {self.benchmark!r} is not one of {list(BENCHMARKS)}")
-        if not self.methods:
-            raise ValueError("EvalConfig.methods: give at least one method")
-        bad = [m for m in self.methods if m not in METHODS]
-        if bad:
-            raise ValueError(f"EvalConfig.methods: unknown {bad}; known: {list(METHODS)}")
-        if len(set(self.methods)) != len(self.methods):
-            raise ValueError(f"EvalConfig.methods: duplicates in {self.methods}")
+        registry.check_methods(self.methods, self.method_options, "qa")
         if self.k < 1:
             raise ValueError(f"EvalConfig.k must be >= 1, got {self.k}")
         if self.judge.repeats < 1:
@@ -92,3 +105,41 @@ class EvalConfig:
             raise ValueError("EvalConfig.coverage.enabled needs judge.enabled (coverage runs on the judge backend)")
         if self.coverage.method != "judge-entailment":
             raise ValueError(f"EvalConfig.coverage.method: {self.coverage.method!r}; only 'judge-entailment' exists")
+
+
+@dataclass
+class RetrievalBenchConfig:
+    """A retrieval run: every method's working memory scored against gold evidence turns."""
+
+    task: str = "retrieval"
+    benchmark: str = "locomo"  # "locomo" | "longmemeval-s" (any registry name with gold evidence)
+    data_dir: str | None = None  # default $QGMEM_DATA_DIR
+    data_options: dict[str, Any] = field(default_factory=dict)
+    subset: SubsetConfig = field(default_factory=SubsetConfig)
+    dev_conversations: list[str] = field(default_factory=list)  # tuning split; also reported separately
+    k: int = 10
+    token_budget: int = 600
+    methods: list[str] = field(default_factory=lambda: list(registry.DEFAULTS["retrieval"]))
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # e.g. {"anchormem": {"tau": 0.85}}
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)  # base settings of QGMem and dense-turns
+    output_dir: str = "results"
+    run_name: str | None = None  # resume (or name) this run
+    store_dir: str | None = None  # persistent memory store root; None = one inside the run folder
+
+    RESUME_KEYS: ClassVar[tuple[str, ...]] = ("task", "benchmark", "data_dir", "data_options", "subset", "methods",
+                                               "method_options", "k", "token_budget", "retrieval")
+
+    def __post_init__(self) -> None:
+        if self.task != "retrieval":
+            raise ValueError(f"RetrievalBenchConfig.task: {self.task!r}; only 'retrieval' runs here")
+        if self.benchmark not in BENCHMARKS:
+            raise ValueError(f"RetrievalBenchConfig.benchmark: {self.benchmark!r} is not one of {list(BENCHMARKS)}")
+        registry.check_methods(self.methods, self.method_options, "retrieval")
+        if self.k < 1:
+            raise ValueError(f"RetrievalBenchConfig.k must be >= 1, got {self.k}")
+
+
+# keys of the retrieval config before the harnesses shared one layout -> where they went
+MOVED = {"dataset": "benchmark", "categories": "subset.categories", "conversations": "subset.conversations",
+         "max_conversations": "subset.max_conversations (with subset.conversation_sample: seeded)",
+         "subset_seed": "subset.seed", "resume": "--resume or run_name (a new run starts otherwise)"}

@@ -1,110 +1,49 @@
-"""Retrieval benchmark: `python evaluate.py --config configs/eval/locomo_retrieval_cpu.yaml` (task: retrieval).
+"""Retrieval runs: `python evaluate.py --config configs/eval/locomo_retrieval_cpu.yaml` (task: retrieval).
 
-Builds (or loads from the store) each conversation's memory, activates every question with evidence
-for each method (full QGMem pipeline, its ablations, BM25 and dense over raw turns), and writes
-`summary.json` + `results.md` with Recall@k, all-hit@k, Precision@k, binary nDCG@k, recall at a
-retrieved-context token budget and p50/p95 latency, per category and overall (definitions in
-`qgmem.evaluation.retrieval_metrics`). LongMemEval adds the official recall_any/recall_all@5/@10 and
-nDCG@5/@10 on sessions and turns. Per-question results go to `questions.<method>.jsonl` as they are
-produced, so a killed run resumes where it stopped. Questions without gold evidence are skipped and
-counted; so are gold ids that name no turn (left out of the gold set by the loader).
+Builds (or loads from the store) each conversation's memory, activates every selected question for
+each method (the QGMem activation pipeline, its ablations, BM25 and dense over raw turns, AnchorMem;
+all from `qgmem.methods`), and writes `summary.json` + `results.md` with Recall@k, all-hit@k,
+Precision@k, binary nDCG@k, recall at a retrieved-context token budget and p50/p95 latency, per
+category and overall (definitions in `qgmem.evaluation.retrieval_metrics`). LongMemEval adds the
+official recall_any/recall_all@5/@10 and nDCG@5/@10 on sessions and turns. Run folder, subset,
+resume rule and question key are the QA harness's (`qgmem.evaluation.runs`): rows go to
+`retrieval.jsonl` as they are produced, so a killed run resumes where it stopped. Questions without
+gold evidence are counted, not scored; so are gold ids that name no turn.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import random
-import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from qgmem.config import dump_yaml, load_config
+from qgmem.config import ConfigError, apply_overrides, from_dict, read_yaml
 from qgmem.evaluation import retrieval_metrics as rm
+from qgmem.evaluation.config import MOVED, RetrievalBenchConfig
+from qgmem.evaluation.runs import RETRIEVAL_ROWS, finish_run, open_run, question_key
+from qgmem.evaluation.subset import load_benchmark, select
 from qgmem.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
+from qgmem.methods import MethodContext, make_methods
 from qgmem.types import Conversation, MemoryMethod, Question
 
-from qgmem.retrieve.config import RetrievalConfig
-
-ABLATIONS = {
-    "qgmem": {},
-    "qgmem-no-attribute": {"channels": ["lexical", "dense"]},
-    "qgmem-no-rerank": {"rerank.kind": "none"},
-    "qgmem-no-traces": {"use_traces": False},
-    "qgmem-no-context": {"context_turns": 0},
-    "qgmem-lexical-only": {"channels": ["lexical"]},
-    "qgmem-dense-only": {"channels": ["dense"]},
-}
-BASELINES = ("bm25-turns", "dense-turns")
+__all__ = ["RetrievalBenchConfig", "load_retrieval_config", "make_run_methods", "run_benchmark", "main"]
 
 
-@dataclass
-class RetrievalBenchConfig:
-    task: str = "retrieval"
-    dataset: str = "locomo"  # registry name: "locomo" | "longmemeval-s"
-    data_dir: str | None = None  # default $QGMEM_DATA_DIR
-    categories: list[str] = field(default_factory=list)  # empty = every category
-    conversations: list[str] = field(default_factory=list)  # empty = every conversation
-    dev_conversations: list[str] = field(default_factory=list)  # tuning split; also reported separately
-    max_conversations: int = 0  # 0 = all (LongMemEval: one conversation per question)
-    subset_seed: int = 0  # seeded choice of `max_conversations`
-    k: int = 10
-    token_budget: int = 600
-    methods: list[str] = field(default_factory=lambda: ["qgmem", "qgmem-no-attribute", "qgmem-no-rerank",
-                                                        "qgmem-no-traces", "bm25-turns", "dense-turns"])
-    output_dir: str = "outputs/retrieval/locomo"
-    store_dir: str = ""  # default <output_dir>/store
-    resume: bool = True
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # e.g. {"anchormem": {"tau": 0.85}}
+def load_retrieval_config(path: str | Path, overrides: list[str] | None = None) -> RetrievalBenchConfig:
+    """The YAML at `path` with overrides; a key of the old retrieval layout says where it went."""
+    data = apply_overrides(read_yaml(path), list(overrides or []))
+    for old, new in MOVED.items():
+        if old in data:
+            raise ConfigError(f"{path}: key {old!r} moved: use {new}")
+    return from_dict(RetrievalBenchConfig, data, str(path))
 
 
-def _apply(cfg: RetrievalConfig, changes: dict[str, Any]) -> RetrievalConfig | None:
-    """A copy of cfg with `changes` ("a.b" keys); None when nothing changes (ablation = full)."""
-    new = copy.deepcopy(cfg)
-    changed = False
-    for key, val in changes.items():
-        obj = new
-        parts = key.split(".")
-        for p in parts[:-1]:
-            obj = getattr(obj, p)
-        if getattr(obj, parts[-1]) != val:
-            setattr(obj, parts[-1], val)
-            changed = True
-    return new if changed else None
-
-
-def make_methods(cfg: RetrievalBenchConfig, store: Any) -> dict[str, MemoryMethod | str]:
-    """Method name -> method, or -> the name of the method it is identical to."""
-    from qgmem.baselines.bm25_turns import BM25Turns
-    from qgmem.baselines.dense_turns import DenseTurns
-
-    from qgmem.retrieve.method import QGMemRetriever
-
-    out: dict[str, MemoryMethod | str] = {}
-    for name in cfg.methods:
-        if name in ABLATIONS:
-            rc = cfg.retrieval if name == "qgmem" else _apply(cfg.retrieval, ABLATIONS[name])
-            out[name] = "qgmem" if rc is None else QGMemRetriever(store, rc, name=name)
-        elif name == "bm25-turns":
-            out[name] = BM25Turns()
-        elif name == "dense-turns":
-            out[name] = DenseTurns(cfg.retrieval.embedder, cfg.retrieval.device, store=store)
-        elif name == "anchormem":  # through the shared registry (qgmem.methods), options from method_options
-            from qgmem.methods import make_method
-
-            out[name] = make_method(name, store=store, **cfg.method_options.get(name, {}))
-        else:
-            raise ValueError(f"unknown method {name!r}; known: {sorted(ABLATIONS) + list(BASELINES) + ['anchormem']}")
-    return out
-
-
-def _questions(conv: Conversation, cats: set[str]) -> list[Question]:
-    return [q for q in conv.questions if not cats or q.category in cats]
+def make_run_methods(cfg: RetrievalBenchConfig, store: Any) -> dict[str, MemoryMethod]:
+    """Method name -> method, from the registry; names with equal setups share one object (run once)."""
+    return make_methods(cfg.methods, MethodContext(store=store, retrieval=cfg.retrieval), cfg.method_options)
 
 
 def _score_rows(rows: list[dict[str, Any]], k: int, longmemeval: bool) -> dict[str, Any]:
@@ -151,88 +90,76 @@ def _table(summary: dict[str, Any], metrics: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] | None = None) -> dict[str, Any]:
-    """Run every method on the data set; returns the summary (also written to output_dir)."""
+def _score_conversation(name: str, m: MemoryMethod, conv: Conversation, todo: list[Question],
+                        cfg: RetrievalBenchConfig, counter: Any, lme: bool) -> list[dict[str, Any]]:
+    """Build `conv` into `m`, activate and score each question; one row per question."""
+    turn_tokens = {t.id: counter(t.render()) for t in conv.turns()}
+    m.build(conv)
+    rows = []
+    for q in todo:
+        q.conversation_id = q.conversation_id or conv.id
+        t0 = time.perf_counter()
+        wm = m.activate(q, cfg.k)
+        lat = float(wm.meta.get("latency_ms", (time.perf_counter() - t0) * 1000))
+        items = [list(it.turn_ids) for it in wm.items]
+        sc = rm.score_question(items, q.evidence, cfg.k, turn_tokens, cfg.token_budget)
+        ctx = wm.context_tokens or sum(counter(it.text) for it in wm.items)
+        row = {"method": name, "qid": question_key(conv.id, q.id), "category": q.category, "items": items,
+               "gold": q.evidence, "scores": sc.__dict__ if sc else None, "latency_ms": lat, "context_tokens": ctx}
+        if lme and sc is not None:
+            row["official"] = _official(items, q, conv)
+        rows.append(row)
+    m.release(conv.id)
+    return rows
+
+
+def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] | None = None,
+                  resume: bool = False) -> dict[str, Any]:
+    """Run every method on the selected questions; returns the summary (also written to the run folder)."""
+    from qgmem.retrieve.method import TokenCounter
     from qgmem.store import MemoryStore
 
-    from qgmem.retrieve.method import TokenCounter
-
-    out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "config.yaml", dump_yaml(cfg))
-    lme = cfg.dataset.lower().startswith("longmemeval")
-    if conversations is None:
-        from qgmem.data.registry import load_dataset_by_name
-
-        conversations = load_dataset_by_name(cfg.dataset, cfg.data_dir)
-    convs = list(conversations)
-    if cfg.conversations:
-        wanted = set(cfg.conversations)
-        missing = wanted - {c.id for c in convs}
-        if missing:
-            raise ValueError(f"conversations {sorted(missing)} are not in {cfg.dataset}")
-        convs = [c for c in convs if c.id in wanted]
-    if cfg.max_conversations and len(convs) > cfg.max_conversations:
-        rng = random.Random(cfg.subset_seed)
-        keep = set(rng.sample(range(len(convs)), cfg.max_conversations))
-        convs = [c for i, c in enumerate(convs) if i in keep]
-    cats = {str(c) for c in cfg.categories}
-    store = MemoryStore(cfg.store_dir or out / "store")
-    methods = make_methods(cfg, store)
+    run_dir, _ = open_run(cfg, resume=resume)
+    lme = cfg.benchmark.lower().startswith("longmemeval")
+    selection = select(conversations if conversations is not None else load_benchmark(cfg), cfg.subset)
+    store = MemoryStore(cfg.store_dir or run_dir / "store")
+    methods = make_run_methods(cfg, store)
+    runner = {name: next(n for n, o in methods.items() if o is m) for name, m in methods.items()}  # first name of each object
     counter = TokenCounter(cfg.retrieval.token_counter, _embedder(cfg))
+    path = run_dir / RETRIEVAL_ROWS
+    done = {(r["method"], r["qid"]): r for r in read_jsonl(path)}
     rows: dict[str, list[dict[str, Any]]] = {n: [] for n in methods}
-    done: dict[str, dict[str, dict[str, Any]]] = {}
-    for name in methods:
-        path = out / f"questions.{name}.jsonl"
-        if not cfg.resume and path.exists():
-            path.unlink()
-        done[name] = {r["qid"]: r for r in read_jsonl(path)}
     unmatched = 0
-    for conv in tqdm(convs, desc="conversations", unit="conv"):
-        qs = _questions(conv, cats)
+    for conv, qs in tqdm(selection, desc="conversations", unit="conv"):
         unmatched += sum(len(q.unmatched_evidence) for q in qs)
-        if not qs:
-            continue
-        turn_tokens = {t.id: counter(t.render()) for t in conv.turns()}
         for name, m in methods.items():
-            if isinstance(m, str):
+            if runner[name] != name:
                 continue
-            todo = [q for q in qs if f"{conv.id}/{q.id}" not in done[name]]
-            rows[name].extend(done[name][f"{conv.id}/{q.id}"] for q in qs if f"{conv.id}/{q.id}" in done[name])
-            if not todo:
-                continue
-            m.build(conv)
-            new = []
-            for q in todo:
-                q.conversation_id = q.conversation_id or conv.id
-                t0 = time.perf_counter()
-                wm = m.activate(q, cfg.k)
-                lat = float(wm.meta.get("latency_ms", (time.perf_counter() - t0) * 1000))
-                items = [list(it.turn_ids) for it in wm.items]
-                sc = rm.score_question(items, q.evidence, cfg.k, turn_tokens, cfg.token_budget)
-                ctx = wm.context_tokens or sum(counter(it.text) for it in wm.items)
-                row = {"qid": f"{conv.id}/{q.id}", "category": q.category, "items": items, "gold": q.evidence,
-                       "scores": sc.__dict__ if sc else None, "latency_ms": lat, "context_tokens": ctx}
-                if lme and sc is not None:
-                    row["official"] = _official(items, q, conv)
-                new.append(row)
-            append_jsonl(out / f"questions.{name}.jsonl", new)
-            rows[name].extend(new)
-            if hasattr(m, "release"):
-                m.release(conv.id)
-    for name, m in methods.items():
-        if isinstance(m, str):
-            rows[name] = rows[m]
+            keys = [(name, question_key(conv.id, q.id)) for q in qs]
+            rows[name].extend(done[k] for k in keys if k in done)
+            todo = [q for q, k in zip(qs, keys) if k not in done]
+            if todo:
+                new = _score_conversation(name, m, conv, todo, cfg, counter, lme)
+                append_jsonl(path, new)
+                rows[name].extend(new)
+    summary = _summarise(cfg, rows, runner, len(selection), unmatched, lme)
+    atomic_write_json(run_dir / "summary.json", summary)
+    atomic_write_text(run_dir / "results.md", _markdown(cfg, summary, lme))
+    finish_run(run_dir)
+    return summary
+
+
+def _summarise(cfg: RetrievalBenchConfig, rows: dict[str, list[dict[str, Any]]], runner: dict[str, str],
+               n_convs: int, unmatched: int, lme: bool) -> dict[str, Any]:
     groups: dict[str, dict[str, Any]] = {}
     dev = set(cfg.dev_conversations)
 
     def add(group: str, pred) -> None:
         per = {}
-        for name in methods:
-            sel = [r for r in rows[name] if pred(r)]
+        for name, first in runner.items():
+            sel = [r for r in rows[first] if pred(r)]
             if sel:
-                per[name + (f" (= {methods[name]})" if isinstance(methods[name], str) else "")] = \
-                    _score_rows(sel, cfg.k, lme)
+                per[name + (f" (= {first})" if first != name else "")] = _score_rows(sel, cfg.k, lme)
         if per:
             groups[group] = per
 
@@ -242,21 +169,23 @@ def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] |
         add("dev conversations", lambda r: r["qid"].split("/")[0] in dev)
     for cat in sorted({r["category"] for rs in rows.values() for r in rs}):
         add(f"category {cat}", lambda r, c=cat: r["category"] == c)
-    summary = {"dataset": cfg.dataset, "k": cfg.k, "token_budget": cfg.token_budget,
-               "token_counter": cfg.retrieval.token_counter, "conversations": len(convs),
-               "unmatched_gold_ids": unmatched, "groups": groups}
-    atomic_write_json(out / "summary.json", summary)
+    return {"task": "retrieval", "benchmark": cfg.benchmark, "run": cfg.run_name, "methods": list(cfg.methods),
+            "k": cfg.k, "token_budget": cfg.token_budget, "token_counter": cfg.retrieval.token_counter,
+            "conversations": n_convs, "unmatched_gold_ids": unmatched, "groups": groups}
+
+
+def _markdown(cfg: RetrievalBenchConfig, summary: dict[str, Any], lme: bool) -> str:
     metrics = ["recall", "all_hit", "precision", "ndcg", "budget_recall", "latency_p50_ms", "latency_p95_ms",
                "context_tokens_mean"]
-    md = (f"# Retrieval: {cfg.dataset}\n\nk = {cfg.k}; budget recall at {cfg.token_budget} tokens "
-          f"({cfg.retrieval.token_counter} tokenizer); {len(convs)} conversations; questions without gold "
-          f"evidence are not scored (column n counts scored questions); unmatched gold ids: {unmatched}.\n")
+    md = (f"# Retrieval: {cfg.benchmark}\n\nk = {cfg.k}; budget recall at {cfg.token_budget} tokens "
+          f"({cfg.retrieval.token_counter} tokenizer); {summary['conversations']} conversations; questions without gold "
+          f"evidence are not scored (column n counts scored questions); unmatched gold ids: "
+          f"{summary['unmatched_gold_ids']}.\n")
     md += _table(summary, metrics)
     if lme:
         off = [f"{lv}_{m}@{kk}" for lv in ("session", "turn") for m in ("recall_any", "recall_all", "ndcg") for kk in (5, 10)]
         md += "\n## LongMemEval official metrics\n" + _table(summary, off)
-    atomic_write_text(out / "results.md", md)
-    return summary
+    return md
 
 
 def _embedder(cfg: RetrievalBenchConfig) -> Any:
@@ -265,14 +194,13 @@ def _embedder(cfg: RetrievalBenchConfig) -> Any:
     return get_embedder(cfg.retrieval.embedder, cfg.retrieval.device)
 
 
-def main(config_path: str, overrides: list[str]) -> int:
+def main(config_path: str, overrides: list[str], resume: bool = False) -> int:
     """Entry point for evaluate.py (task: retrieval)."""
-    cfg = load_config(RetrievalBenchConfig, config_path, overrides)
-    if cfg.task != "retrieval":
-        print(f"error: {config_path}: task must be 'retrieval', got {cfg.task!r}", file=sys.stderr)
-        return 2
-    summary = run_benchmark(cfg)
-    print((Path(cfg.output_dir) / "results.md").read_text())
+    cfg = load_retrieval_config(config_path, overrides)
+    summary = run_benchmark(cfg, resume=resume)
+    run_dir = Path(cfg.output_dir) / cfg.benchmark / str(cfg.run_name)
+    print((run_dir / "results.md").read_text())
     print(json.dumps({n: {m: round(v[m], 3) for m in ("recall", "ndcg", "budget_recall", "latency_p50_ms")}
                       for n, v in summary["groups"].get("overall", {}).items()}, indent=1))
+    print(f"[evaluate] run: {run_dir}")
     return 0

@@ -16,21 +16,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from qgmem.evaluation.config import EvalConfig
 from qgmem.answer import count_tokens
+from qgmem.evaluation.config import EvalConfig
 from qgmem.evaluation.metrics import answer_scores
-from qgmem.evaluation.runs import BUILDS, PREDICTIONS, finish_run, open_run
-from qgmem.evaluation.subset import select
-from qgmem.io import append_jsonl, read_jsonl
+from qgmem.evaluation.runs import BUILDS, PREDICTIONS, done_keys, finish_run, open_run, question_key
+from qgmem.evaluation.subset import load_benchmark, select
+from qgmem.io import append_jsonl
 from qgmem.llm.base import ChatBackend, Usage
-from qgmem.types import Conversation, Question, WorkingMemory
-
-
-def load_benchmark(cfg: EvalConfig) -> list[Conversation]:
-    """Conversations (with questions) of `cfg.benchmark` through the shared data registry."""
-    from qgmem.data.registry import load_dataset_by_name
-
-    return list(load_dataset_by_name(cfg.benchmark, data_dir=cfg.data_dir, download=False, **cfg.data_options))
+from qgmem.types import Conversation, MemoryMethod, Question, WorkingMemory
 
 
 def _usage_snapshot(backend: ChatBackend | None) -> dict[str, dict[str, Any]]:
@@ -100,13 +93,13 @@ class Evaluator:
             self._judge_backend = make_backend(self.cfg.judge.llm)
         return self._judge_backend
 
-    def _make_method(self, name: str) -> Any:
-        from qgmem.methods import make_method
+    def _make_method(self, name: str) -> MemoryMethod:
+        from qgmem.methods import make_method, spec
 
         store = self.cfg.store_dir or str(self.run_dir / "store")
         opts = dict(self.cfg.method_options.get(name, {}))
-        needs_llm = name not in ("naive-rag", "bm25-turns", "full-context", "qgmem")  # qgmem answers itself
-        return make_method(name, store=store, llm=self.answer_backend if needs_llm else None, **opts)
+        llm = self.answer_backend if spec(name).uses_llm else None  # only methods that construct/parse with it
+        return make_method(name, store=store, llm=llm, **opts)
 
     def run(self, conversations: list[Conversation] | None = None) -> dict[str, Any]:
         """Answer and score every selected question not yet in the JSONL; return the summary."""
@@ -120,7 +113,7 @@ class Evaluator:
         if n_q == 0:
             raise ValueError(f"{cfg.benchmark}: the subset selects no question ({cfg.subset})")
         pred_path = self.run_dir / PREDICTIONS
-        done = {(r["method"], r["question_id"]) for r in read_jsonl(pred_path)}
+        done = done_keys(pred_path)
         print(f"[evaluate] {cfg.benchmark}: {len(selection)} conversation(s), {n_q} question(s) x "
               f"{len(cfg.methods)} method(s); run {self.run_dir} ({len(done)} already done)", flush=True)
         jb = self.judge_backend
@@ -129,12 +122,12 @@ class Evaluator:
         for name in cfg.methods:
             method = None
             for conv, qs in selection:
-                todo = [q for q in qs if (name, q.id) not in done]
+                todo = [q for q in qs if (name, question_key(conv.id, q.id)) not in done]
                 if not todo:
                     continue
                 if method is None:
                     method = self._make_method(name)
-                ab = self.answer_backend if name != "qgmem" else self._answer_backend
+                ab = self._answer_backend if method.answers_itself else self.answer_backend
                 before = _usage_snapshot(ab)
                 t0 = time.perf_counter()
                 method.build(conv)
@@ -150,10 +143,11 @@ class Evaluator:
                     append_jsonl(pred_path, recs)  # one fsynced append per chunk, one line per question
                     bar.update(len(chunk))
                 bar.close()
+                method.release(conv.id)
         finish_run(self.run_dir)
         return write_outputs(self.run_dir, cfg, self.command)
 
-    def _chunk(self, name: str, method: Any, conv: Conversation, chunk: list[Question], ab: ChatBackend | None,
+    def _chunk(self, name: str, method: MemoryMethod, conv: Conversation, chunk: list[Question], ab: ChatBackend | None,
                judge: Any, turn_tokens: dict[str, int]) -> list[dict[str, Any]]:
         """Activate each question, answer the chunk together, score, judge (judge calls in parallel)."""
         from qgmem.evaluation.coverage import semantic_coverage
@@ -177,7 +171,7 @@ class Evaluator:
             gen = {"calls": 1, "failed": int(ans.error is not None), "cached": int(ans.cached), "prompt_tokens": ans.prompt_tokens,
                    "completion_tokens": ans.completion_tokens, "seconds": ans.seconds}
             rec: dict[str, Any] = {
-                "method": name, "question_id": q.id, "conversation_id": conv.id, "category": str(q.category),
+                "method": name, "qid": question_key(conv.id, q.id), "question_id": q.id, "conversation_id": conv.id, "category": str(q.category),
                 "question": q.text, "references": list(q.answers), "prediction": ans.prediction,
                 "raw_output": ans.raw, "answer_error": ans.error, "cited": ans.cited,
                 "retrieved": [{"label": it.label, "kind": it.kind, "unit_id": it.unit.id if it.unit else None,

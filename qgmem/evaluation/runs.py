@@ -1,9 +1,14 @@
-"""Run folders: where results go, which run `--resume` continues, what a run folder records.
+"""Run folders, the one convention of QA and retrieval runs: where results go, which run
+`--resume` continues, what a run folder records, how a question is keyed.
 
-Layout: ``<output_dir>/<benchmark>/<method tag>/<run name>/`` with ``config.yaml`` (resolved),
-``meta.json`` (package version, status), ``predictions.jsonl`` (one line per answered question,
-appended atomically), ``builds.jsonl`` (one line per memory build), ``summary.json``,
-``report.md`` and ``plots/``.
+Layout: ``<output_dir>/<benchmark>/<run>/`` (`run` = `run_name` or a UTC timestamp; the methods are
+in ``config.yaml`` and the summary, not in the path) with ``config.yaml`` (resolved), ``meta.json``
+(package version, status) and the task's JSONL files (QA: ``predictions.jsonl``, ``builds.jsonl``;
+retrieval: ``retrieval.jsonl``), appended as questions finish, then ``summary.json`` and a report.
+
+Resume rule: `run_name` continues that run, `--resume` the latest unfinished run whose config matches;
+the config's `RESUME_KEYS` (what decides the scores) must match the saved ones, else a clear refusal.
+Questions are keyed ``<conversation_id>/<question_id>`` everywhere.
 """
 
 from __future__ import annotations
@@ -17,19 +22,23 @@ from typing import Any
 import yaml
 
 from qgmem.config import to_dict
-from qgmem.evaluation.config import EvalConfig
-from qgmem.io import atomic_write_json, atomic_write_text
+from qgmem.io import atomic_write_json, atomic_write_text, read_jsonl
 
 PREDICTIONS = "predictions.jsonl"
 BUILDS = "builds.jsonl"
+RETRIEVAL_ROWS = "retrieval.jsonl"
 META = "meta.json"
 CONFIG = "config.yaml"
-# config fields that must match for a run to be resumed: what decides the answers and scores
-# (batch sizes, concurrency, timeouts, output_dir may change between the interrupted and the resumed run)
-RESUME_KEYS = ("benchmark", "data_dir", "data_options", "subset", "methods", "method_options", "k",
-               "answer.llm.backend", "answer.llm.model", "answer.llm.base_url", "answer.max_tokens", "answer.with_graph",
-               "answer.max_context_tokens",
-               "judge.enabled", "judge.llm.backend", "judge.llm.model", "judge.repeats", "coverage")
+
+
+def question_key(conversation_id: str, question_id: str) -> str:
+    """The one question key of every run file: ``<conversation_id>/<question_id>``."""
+    return f"{conversation_id}/{question_id}"
+
+
+def done_keys(path: Path) -> set[tuple[str, str]]:
+    """(method, question key) of every row already in a run's JSONL file."""
+    return {(r["method"], r["qid"]) for r in read_jsonl(path)}
 
 
 def _get(d: dict[str, Any], dotted: str) -> Any:
@@ -40,12 +49,8 @@ def _get(d: dict[str, Any], dotted: str) -> Any:
     return d
 
 
-def method_tag(cfg: EvalConfig) -> str:
-    return "+".join(cfg.methods)
-
-
-def runs_root(cfg: EvalConfig) -> Path:
-    return Path(cfg.output_dir) / cfg.benchmark / method_tag(cfg)
+def runs_root(cfg: Any) -> Path:
+    return Path(cfg.output_dir) / cfg.benchmark
 
 
 def read_meta(run_dir: Path) -> dict[str, Any]:
@@ -53,13 +58,27 @@ def read_meta(run_dir: Path) -> dict[str, Any]:
     return json.loads(p.read_text()) if p.exists() else {}
 
 
-def latest_unfinished(cfg: EvalConfig) -> Path | None:
+def _saved_config(run_dir: Path) -> dict[str, Any] | None:
+    p = run_dir / CONFIG
+    return (yaml.safe_load(p.read_text()) or {}) if p.exists() else None
+
+
+def first_difference(saved: dict[str, Any], cfg: Any) -> str | None:
+    """The first of `cfg.RESUME_KEYS` whose value differs from the saved config, or None."""
+    now = to_dict(cfg)
+    return next((key for key in cfg.RESUME_KEYS if _get(saved, key) != _get(now, key)), None)
+
+
+def latest_unfinished(cfg: Any) -> Path | None:
+    """The newest unfinished run under `<output_dir>/<benchmark>` whose saved config matches `cfg`."""
     root = runs_root(cfg)
     if not root.exists():
         return None
-    cands = [d for d in sorted(root.iterdir()) if d.is_dir() and (d / META).exists()
-             and read_meta(d).get("status") != "finished"]
-    return cands[-1] if cands else None
+    for d in sorted(root.iterdir(), reverse=True):
+        saved = _saved_config(d) if d.is_dir() and (d / META).exists() else None
+        if saved is not None and read_meta(d).get("status") != "finished" and first_difference(saved, cfg) is None:
+            return d
+    return None
 
 
 def new_run_name() -> str:
@@ -75,20 +94,19 @@ def _git_commit() -> str | None:
         return None
 
 
-def check_resumable(run_dir: Path, cfg: EvalConfig) -> None:
+def check_resumable(run_dir: Path, cfg: Any) -> None:
     """Refuse to mix results of different settings in one run; name the first field that differs."""
-    p = run_dir / CONFIG
-    if not p.exists():
+    saved = _saved_config(run_dir)
+    if saved is None:
         return
-    saved = yaml.safe_load(p.read_text()) or {}
-    now = to_dict(cfg)
-    for key in RESUME_KEYS:
-        if _get(saved, key) != _get(now, key):
-            raise ValueError(f"{p}: cannot resume: field {key!r} differs (run has {_get(saved, key)!r}, "
-                             f"config now has {_get(now, key)!r}); start a new run instead")
+    key = first_difference(saved, cfg)
+    if key is not None:
+        now = to_dict(cfg)
+        raise ValueError(f"{run_dir / CONFIG}: cannot resume: field {key!r} differs (run has {_get(saved, key)!r}, "
+                         f"config now has {_get(now, key)!r}); start a new run instead")
 
 
-def open_run(cfg: EvalConfig, resume: bool = False) -> tuple[Path, bool]:
+def open_run(cfg: Any, resume: bool = False) -> tuple[Path, bool]:
     """(run folder, resumed?). `cfg.run_name` names or resumes a run; `resume` picks the latest
     unfinished one (a new run starts when there is none)."""
     root = runs_root(cfg)

@@ -1,12 +1,22 @@
-"""Seeded question subsets, so that a CPU run and its rerun score the very same questions."""
+"""The benchmark and the seeded question subset a run scores (QA and retrieval runs alike), so that
+a CPU run and its rerun score the very same questions."""
 
 from __future__ import annotations
 
 import hashlib
 import random
 
+from typing import Any
+
 from qgmem.evaluation.config import SubsetConfig
 from qgmem.types import Conversation, Question
+
+
+def load_benchmark(cfg: Any) -> list[Conversation]:
+    """Conversations (with questions) of `cfg.benchmark` through the shared data registry."""
+    from qgmem.data.registry import load_dataset_by_name
+
+    return list(load_dataset_by_name(cfg.benchmark, data_dir=cfg.data_dir, download=False, **cfg.data_options))
 
 
 def _rng(seed: int, *keys: str) -> random.Random:
@@ -31,8 +41,12 @@ def select(conversations: list[Conversation], cfg: SubsetConfig) -> list[tuple[C
         if missing:
             raise ValueError(f"subset.conversations: unknown id(s) {missing}; e.g. {list(by_id)[:5]}")
         convs = [by_id[c] for c in cfg.conversations]
-    if cfg.max_conversations > 0:
-        convs = convs[: cfg.max_conversations]
+    if 0 < cfg.max_conversations < len(convs):
+        if cfg.conversation_sample == "seeded":  # a seeded sample, benchmark order kept
+            keep = set(random.Random(cfg.seed).sample(range(len(convs)), cfg.max_conversations))
+            convs = [c for i, c in enumerate(convs) if i in keep]
+        else:
+            convs = convs[: cfg.max_conversations]
     cats = {str(c) for c in cfg.categories}
     out: list[tuple[Conversation, list[Question]]] = []
     for conv in convs:

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from qgmem.llm.base import ChatBackend
-from qgmem.types import AtomicUnit, Conversation, MemoryItem, MemoryTrace, Question, WorkingMemory
+from qgmem.types import AtomicUnit, Conversation, MemoryItem, MemoryTrace, MethodBase, Question, WorkingMemory
 
 from .attributes import AttributeIndex
 from .config import RetrievalConfig
@@ -62,13 +62,14 @@ class TokenCounter:
         return len(self._tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
 
 
-class QGMemRetriever:
-    """Hybrid retrieval + reranking over one store; `activate` picks the index by question.conversation_id."""
+class QGMemRetriever(MethodBase):
+    """Hybrid retrieval + reranking over one store; `activate` picks the index by question.conversation_id.
+    `graph_in_memory`: the answer step appends the local graph as triples (the qgmem-text method)."""
 
-    name = "qgmem"
+    name = "qgmem"  # the registry names each instance (qgmem-activation, an ablation, qgmem-text)
 
     def __init__(self, store: object | None, cfg: RetrievalConfig | None = None, llm: ChatBackend | None = None,
-                 reranker: Reranker | None = None, name: str | None = None):
+                 reranker: Reranker | None = None, name: str | None = None, graph_in_memory: bool = False):
         from qgmem.embed import get_embedder
 
         self.cfg = cfg or RetrievalConfig()
@@ -78,6 +79,7 @@ class QGMemRetriever:
         self.store = store
         if name:
             self.name = name
+        self.graph_in_memory = graph_in_memory
         self.embedder = get_embedder(self.cfg.embedder, self.cfg.device)
         needs_llm = self.cfg.query_parser == "llm" or self.cfg.rerank.kind == "chat"
         if llm is None and needs_llm:
