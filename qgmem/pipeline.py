@@ -28,17 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from qgmem.config import from_dict
-from qgmem.errors import UserError
+from qgmem.construct.build import MemoryIncomplete
 from qgmem.graph.local_graph import GraphConfig
 from qgmem.llm.base import ChatBackend
 from qgmem.model.collate import GraphExample
 from qgmem.model.inputs import InputConfig, build_example
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.types import AtomicUnit, Conversation, Question, Session, WorkingMemory
-
-
-class MemoryIncomplete(RuntimeError, UserError):
-    """A namespace whose last build left windows unextracted (e.g. the LLM server failed)."""
 
 
 @dataclass
@@ -184,10 +180,7 @@ class MemoryPipeline:
         self._indexed.add(conv.id)
         if report.incomplete and not self.allow_partial:
             self._indexed.discard(conv.id)
-            raise MemoryIncomplete(f"namespace {conv.id!r}: {report.incomplete[conv.id]} window(s) could not be "
-                                   f"extracted ({len(report.failures)} failure(s), first: "
-                                   f"{report.failures[0]['error'] if report.failures else '?'}); add() again to "
-                                   "retry, or open the pipeline with allow_partial=True")
+            raise MemoryIncomplete.from_report(conv.id, report)
 
     def namespaces(self) -> list[str]:
         """Every namespace with a stored conversation, this process's additions or not."""

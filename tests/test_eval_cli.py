@@ -88,3 +88,19 @@ def test_bad_method_options_fail_at_load_naming_the_key(tmp_path, capsys):
     p.write_text("task: retrieval\nmethods: [dense-turns]\nmethod_options:\n  full-context: {max_context_tokens: lots}\n")
     assert main(["--config", str(p)]) == 2
     assert "method_options.full-context.max_context_tokens: expected int" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("task", ["qa", "retrieval"])
+def test_unreadable_data_is_one_line_and_the_run_is_marked_failed(tmp_path, capsys, task):
+    """A benchmark file that is not UTF-8: exit 2 naming the file, no traceback, run folder not left running."""
+    (tmp_path / "data" / "locomo").mkdir(parents=True)
+    (tmp_path / "data" / "locomo" / "locomo10.json").write_bytes(b'[{"sample_id": "c\xff"}]')
+    p = tmp_path / "e.yaml"
+    p.write_text(yaml.safe_dump({"task": task, "benchmark": "locomo", "data_dir": str(tmp_path / "data"),
+                                 "methods": ["bm25-turns"], "output_dir": str(tmp_path / "results")}))
+    assert main(["--config", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "locomo10.json" in err[0] and "not UTF-8 text" in err[0] and "Traceback" not in err[0]
+    (run,) = (tmp_path / "results" / "locomo").iterdir()
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["status"] == "failed" and "not UTF-8" in meta["error"]

@@ -79,7 +79,7 @@ def test_retrieval_run_resumes_after_a_kill_and_refuses_other_settings(tiny_conv
         run_benchmark(cfg, [tiny_conversation])
     monkeypatch.setattr(BM25Turns, "activate", real)
     run = _only_run(tmp_path)
-    assert read_meta(run)["status"] == "running" and not (run / "retrieval.jsonl").exists()
+    assert read_meta(run)["status"] == "interrupted" and not (run / "retrieval.jsonl").exists()
     # a changed scoring field: --resume finds no matching unfinished run; run_name refuses by name
     other = _cfg(tmp_path, methods=["bm25-turns"], k=2, run_name=run.name)
     with pytest.raises(ValueError, match="'k' differs"):

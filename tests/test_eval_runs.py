@@ -69,7 +69,7 @@ def test_resume_after_a_kill_skips_finished_questions_and_gives_the_same_summary
     with pytest.raises(Killed):
         evaluate(cfg, [conv], ScriptedBackend(dying), ScriptedBackend(_judge), show_progress=False)
     run_dir = latest_unfinished(cfg)
-    assert run_dir is not None and read_meta(run_dir)["status"] == "running"
+    assert run_dir is not None and read_meta(run_dir)["status"] == "failed"  # stopped by an error, still resumable
     assert len(list(read_jsonl(run_dir / "predictions.jsonl"))) == 4  # two finished batches
 
     second = ScriptedBackend(_answer)

@@ -39,6 +39,7 @@ from qgmem.construct.traces import (
 )
 from qgmem.construct.windows import Window, make_windows
 from qgmem.data.validate import InputLimits, check_conversation
+from qgmem.errors import UserError
 from qgmem.llm.base import ChatBackend
 from qgmem.llm.config import LLMConfig
 from qgmem.store import MemoryStore
@@ -81,6 +82,16 @@ class BuildConfig:
             raise ValueError(f"BuildConfig.extractor: {self.extractor!r} is not 'rule' or 'llm'")
         if self.consolidation not in ("rule", "llm", "auto"):
             raise ValueError(f"BuildConfig.consolidation: {self.consolidation!r} is not 'rule', 'llm' or 'auto'")
+
+
+class MemoryIncomplete(RuntimeError, UserError):
+    """A namespace whose build left windows unextracted (e.g. the LLM server failed)."""
+
+    @classmethod
+    def from_report(cls, ns: str, report: BuildReport) -> MemoryIncomplete:
+        first = next((f["error"] for f in report.failures if f["namespace"] == ns), "?")
+        return cls(f"namespace {ns!r}: {report.incomplete[ns]} window(s) could not be extracted (first failure: "
+                   f"{first}); build again to retry, or allow a partial memory (allow_partial)")
 
 
 TRACES_DONE = "traces"  # build-state marker: the traces are current for the stored units

@@ -31,21 +31,18 @@ def task_of(config: str, overrides: list[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Config errors (before anything runs) and data errors (while it runs) are user errors: one line,
+    exit code 2 (the entry point reports them); a run folder already opened is marked failed."""
     overrides = list(args.overrides or [])
-    try:
-        task = task_of(args.config, overrides)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    task = task_of(args.config, overrides)
     if task == "retrieval":
         from qgmem.evaluation.retrieval import load_retrieval_config
         from qgmem.evaluation.retrieval import main as retrieval_main
 
         try:
             load_retrieval_config(args.config, overrides)  # errors here, before anything runs
-        except (ConfigError, ValueError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        except ValueError as e:
+            raise _config_error(e) from None
         return int(retrieval_main(args.config, overrides, resume=args.resume) or 0)
     from qgmem.evaluation.config import EvalConfig
     from qgmem.evaluation.report import score_table
@@ -53,9 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cfg = load_config(EvalConfig, args.config, overrides)
-    except (ConfigError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except ValueError as e:
+        raise _config_error(e) from None
     command = "python evaluate.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None
     ev = Evaluator(cfg, resume=args.resume, show_progress=not args.quiet, command=command)
     summary = ev.run()
@@ -65,7 +61,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config_error(e: ValueError) -> ConfigError:
+    return e if isinstance(e, ConfigError) else ConfigError(str(e))
+
+
 def main(argv: list[str] | None = None) -> int:
+    from qgmem.errors import run_entry_point
+
     parser = argparse.ArgumentParser(prog="evaluate.py", description=__doc__.splitlines()[0])
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run_entry_point("evaluate.py", lambda a: run(parser.parse_args(a)), argv)

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from qgmem.config import ConfigError, apply_overrides, from_dict, read_yaml
 from qgmem.evaluation import retrieval_metrics as rm
 from qgmem.evaluation.config import MOVED, RetrievalBenchConfig
-from qgmem.evaluation.runs import RETRIEVAL_ROWS, finish_run, open_run, question_key
+from qgmem.evaluation.runs import RETRIEVAL_ROWS, failure_recorded, finish_run, open_run, question_key
 from qgmem.evaluation.subset import load_benchmark, select
 from qgmem.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from qgmem.methods import MethodContext, make_methods
@@ -116,10 +116,15 @@ def _score_conversation(name: str, m: MemoryMethod, conv: Conversation, todo: li
 def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] | None = None,
                   resume: bool = False) -> dict[str, Any]:
     """Run every method on the selected questions; returns the summary (also written to the run folder)."""
+    run_dir, _ = open_run(cfg, resume=resume)
+    with failure_recorded(run_dir):
+        return _run(cfg, run_dir, conversations)
+
+
+def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversation] | None) -> dict[str, Any]:
     from qgmem.retrieve.method import TokenCounter
     from qgmem.store import MemoryStore
 
-    run_dir, _ = open_run(cfg, resume=resume)
     lme = cfg.benchmark.lower().startswith("longmemeval")
     selection = select(conversations if conversations is not None else load_benchmark(cfg), cfg.subset)
     store = MemoryStore(cfg.store_dir or run_dir / "store")
@@ -181,6 +186,9 @@ def _markdown(cfg: RetrievalBenchConfig, summary: dict[str, Any], lme: bool) -> 
           f"({cfg.retrieval.token_counter} tokenizer); {summary['conversations']} conversations; questions without gold "
           f"evidence are not scored (column n counts scored questions); unmatched gold ids: "
           f"{summary['unmatched_gold_ids']}.\n")
+    if cfg.retrieval.allow_partial:
+        md += ("\n**allow_partial: memories whose build left windows unextracted were scored as they are** "
+               "(see each store's build failures).\n")
     md += _table(summary, metrics)
     if lme:
         off = [f"{lv}_{m}@{kk}" for lv in ("session", "turn") for m in ("recall_any", "recall_all", "ndcg") for kk in (5, 10)]

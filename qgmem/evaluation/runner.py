@@ -19,7 +19,8 @@ from tqdm import tqdm
 from qgmem.answer import count_tokens
 from qgmem.evaluation.config import EvalConfig
 from qgmem.evaluation.metrics import answer_scores
-from qgmem.evaluation.runs import BUILDS, PREDICTIONS, done_keys, finish_run, open_run, question_key
+from qgmem.evaluation.runs import (BUILDS, PREDICTIONS, done_keys, failure_recorded, finish_run, open_run,
+                                  question_key)
 from qgmem.evaluation.subset import load_benchmark, select
 from qgmem.io import append_jsonl
 from qgmem.llm.base import ChatBackend, Usage
@@ -103,6 +104,10 @@ class Evaluator:
 
     def run(self, conversations: list[Conversation] | None = None) -> dict[str, Any]:
         """Answer and score every selected question not yet in the JSONL; return the summary."""
+        with failure_recorded(self.run_dir):
+            return self._run(conversations)
+
+    def _run(self, conversations: list[Conversation] | None) -> dict[str, Any]:
         from qgmem.evaluation.judge import Judge
         from qgmem.evaluation.report import write_outputs
 

@@ -13,9 +13,11 @@ Questions are keyed ``<conversation_id>/<question_id>`` everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +138,21 @@ def open_run(cfg: Any, resume: bool = False) -> tuple[Path, bool]:
     atomic_write_json(run_dir / META, meta)
     atomic_write_text(run_dir / CONFIG, yaml.safe_dump(to_dict(cfg), sort_keys=False))
     return run_dir, resumed
+
+
+@contextlib.contextmanager
+def failure_recorded(run_dir: Path) -> Iterator[None]:
+    """A run that stops on an error is marked "failed" (or "interrupted") with the error, not left
+    "running"; `--resume` continues it like any unfinished run."""
+    try:
+        yield
+    except BaseException as e:
+        meta = read_meta(run_dir)
+        meta.update({"status": "interrupted" if isinstance(e, KeyboardInterrupt) else "failed",
+                     "error": f"{type(e).__name__}: {e}"[:2000],
+                     "stopped": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        atomic_write_json(run_dir / META, meta)
+        raise
 
 
 def finish_run(run_dir: Path) -> None:

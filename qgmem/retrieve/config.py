@@ -48,3 +48,4 @@ class RetrievalConfig:
     max_query_chars: int = 2000  # longer questions are cut (and flagged in the working memory meta)
     token_counter: str = "minilm"  # "minilm" (WordPiece of the embedder) | "whitespace"
     extractor: str = "rule"  # construction: "rule" | "llm"
+    allow_partial: bool = False  # serve a memory whose build left windows unextracted (reports must say so)

@@ -8,7 +8,6 @@ top-k units whose spans are not already covered -> `WorkingMemory` with a contex
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from dataclasses import dataclass
@@ -91,7 +90,6 @@ class QGMemRetriever(MethodBase):
         self.reranker = reranker if reranker is not None else make_reranker(self.cfg.rerank, llm)
         self.count_tokens = TokenCounter(self.cfg.token_counter, self.embedder)
         self._index: dict[str, _ConvIndex] = {}
-        self._last: str | None = None
 
     # ---- building ----
 
@@ -100,27 +98,25 @@ class QGMemRetriever(MethodBase):
         self.index_units(conversation, units, traces)
 
     def _units_for(self, conversation: Conversation) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
-        ns = conversation.id
-        if self.store is not None and ns in self.store.namespaces() and self.store.units(ns) \
-                and self.store.is_done(ns, "traces"):
-            return self.store.units(ns), self.store.traces(ns)
-        from qgmem.construct.build import build_memory
+        """The stored memory brought in line with `conversation` (a no-op when it is current); a
+        memory left incomplete by failed windows is refused unless `allow_partial`."""
+        from qgmem.construct.build import BuildReport, MemoryIncomplete, build_memory
 
-        return build_memory(conversation, extractor=self.cfg.extractor, llm=self.llm if self.cfg.extractor == "llm" else None,
-                            store=self.store)
+        report = BuildReport()
+        got = build_memory(conversation, extractor=self.cfg.extractor, store=self.store, report=report,
+                           llm=self.llm if self.cfg.extractor == "llm" else None)
+        if report.incomplete and not self.cfg.allow_partial:
+            raise MemoryIncomplete.from_report(conversation.id, report)
+        return got
 
     def _encode_cached(self, ns: str, kind: str, texts: list[str]) -> np.ndarray:
-        """Embeddings from the store when texts and model match; computed and saved otherwise."""
-        if self.store is not None:
-            got = self.store.get_embeddings(ns, kind)
-            if got is not None:
-                ids, mat, model = got
-                if model == self.cfg.embedder and list(ids) == texts:
-                    return np.asarray(mat, dtype=np.float32)
-        mat = self.embedder.encode(texts, show_progress=len(texts) > 2000)
-        if self.store is not None and texts:
-            self.store.set_embeddings(ns, kind, texts, mat, self.cfg.embedder)
-        return mat
+        """Embeddings of `texts`, reusing the store's rows for texts encoded before (by text hash)."""
+        def encode(todo: list[str]) -> np.ndarray:
+            return self.embedder.encode(todo, show_progress=len(todo) > 2000)
+
+        if self.store is None:
+            return encode(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
+        return self.store.cached_vectors(ns, kind, texts, encode, self.cfg.embedder)[0]
 
     def index_units(self, conversation: Conversation | None, units: list[AtomicUnit], traces: list[MemoryTrace],
                     namespace: str | None = None) -> None:
@@ -133,8 +129,7 @@ class QGMemRetriever(MethodBase):
         emb = self._encode_cached(ns, f"retrieval-doc-s{int(cfg.index_source)}-c{cfg.dense_context_turns}", dense_docs)
 
         def enc_names(names: list[str]) -> np.ndarray:
-            digest = hashlib.sha1("\n".join(names).encode()).hexdigest()[:12]
-            return self._encode_cached(ns, f"retrieval-names-{digest}", names)
+            return self._encode_cached(ns, "retrieval-names", names)
 
         attributes = AttributeIndex(units, enc_names, cfg.attr_time_fallback_utterance)
         names: dict[str, str] = {}
@@ -155,7 +150,6 @@ class QGMemRetriever(MethodBase):
             attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
             row_of=row_of, trace_rows=trace_rows,
         )
-        self._last = ns
 
     def release(self, namespace: str) -> None:
         """Drop a conversation's in-memory index (the store keeps everything)."""
@@ -179,8 +173,10 @@ class QGMemRetriever(MethodBase):
         k = cfg.k if k is None else k
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
-        ns = question.conversation_id or self._last
-        if ns is None or ns not in self._index:
+        ns = question.conversation_id
+        if not ns:
+            raise ValueError(f"{self.name}: question {question.id!r} names no conversation (conversation_id is empty)")
+        if ns not in self._index:
             raise KeyError(f"{self.name}: question {question.id!r} names conversation {ns!r}, which was not built "
                            f"(built: {sorted(self._index)[:5]})")
         idx = self._index[ns]
