@@ -165,6 +165,36 @@ def test_gradient_accumulation_matches_large_batch(tiny_setup, tmp_path):
         assert torch.allclose(a[n], b[n], atol=1e-5, rtol=1e-4), n
 
 
+def _reset_accelerate() -> None:
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+
+
+def test_accumulation_is_token_weighted_when_answers_differ_in_length(tiny_setup, tmp_path):
+    """Answers of 1 and of 6 tokens: 4 micro-batches of 1 give the gradient of one batch of 4, i.e. the
+    mean over all answer tokens, not the mean of per-micro-batch means."""
+    llm_dir, _ = tiny_setup
+    rows = {"train": [_row(i, "train") for i in range(8)], "val": [_row(100, "val")], "test": []}
+    for i, r in enumerate(rows["train"]):
+        if i % 4 == 0:
+            r["answer"] = r["answers"][0] = " ".join([r["answer"]] * 6)
+    prepare = {"dataset": "synthetic", "graph": {"max_edges": 3}, "retrieval": {"k": 6, "embedder": "hash"}}
+    save_prepared(rows, tmp_path / "prepared", prepare, DIM, DIM)
+    common = ("optim.max_steps=2", "encoder.dropout=0.0", "eval.test=false", "eval.every=100", "optim.clip=0",
+              f"data.dir={tmp_path / 'prepared'}")
+    acc = train(_cfg(llm_dir, tmp_path, tmp_path / "acc", *common, "optim.batch_size=1", "optim.grad_accum=4"))
+    _reset_accelerate()
+    big = train(_cfg(llm_dir, tmp_path, tmp_path / "big", *common, "optim.batch_size=4", "optim.grad_accum=1"))
+    assert acc["steps"] == big["steps"] == 2
+    assert [h["train_loss"] for h in acc["history"][1:]] == pytest.approx([h["train_loss"] for h in big["history"][1:]],
+                                                                          rel=1e-4)
+    a, b = _trainable(tmp_path / "acc"), _trainable(tmp_path / "big")
+    for n in a:
+        assert torch.allclose(a[n], b[n], atol=1e-5, rtol=1e-4), n
+
+
 def test_llm_weights_cannot_train(tiny_setup, tmp_path, monkeypatch):
     from qgmem.model import graph_token_lm
 

@@ -100,7 +100,11 @@ class GraphTokenLM(nn.Module):
     # -- modes and parameters ---------------------------------------------------------------
     def train(self, mode: bool = True) -> GraphTokenLM:
         super().train(mode)
-        self.llm.eval()  # frozen LLM: dropout stays off while the encoder trains
+        self.llm.eval()  # frozen LLM: its own dropout stays off while the encoder trains
+        if mode and self.lora:  # ... but the LoRA adapters train, with their dropout on
+            for name, m in self.llm.named_modules():
+                if name.split(".")[-1] == "lora_dropout" or ".lora_dropout." in f".{name}.":
+                    m.train(True)
         if mode and self.gradient_checkpointing:
             # HF layers checkpoint only while `training`; flag the layers themselves (not their
             # children), so activations are recomputed in backward but dropout stays off.

@@ -37,6 +37,8 @@ class LoraSettings:
 class ModelConfig:
     name: str = "smollm2"  # local path, hub id, or "smollm2" (packaged GGUF, via qgmem.llm.local_model_path)
     dtype: str = "float32"  # weights of the frozen LLM: float32 on CPU, bfloat16 on GPU
+    # recompute the LLM's layer activations in backward instead of keeping them (8B at 4k tokens needs it)
+    gradient_checkpointing: bool = False
     lora: LoraSettings = field(default_factory=LoraSettings)
 
 

@@ -49,3 +49,21 @@ def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
     idx = list(range(n))
     random.Random(seed * 1_000_003 + epoch).shuffle(idx)
     return idx
+
+
+class EpochSampler:
+    """Yields `epoch_order(n, seed, epoch)` for the epoch set by `use_epoch`, so one data loader serves
+    every epoch. (Not `set_epoch`: accelerate calls that with its own counter, which restarts at 0
+    in the loader that skips the batches a resumed run has already seen.)"""
+
+    def __init__(self, n: int, seed: int):
+        self.n, self.seed, self.epoch = n, seed, 0
+
+    def use_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        return iter(epoch_order(self.n, self.seed, self.epoch))

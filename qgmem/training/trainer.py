@@ -35,7 +35,7 @@ from qgmem.errors import UserError, run_entry_point
 from qgmem.config import dump_yaml, to_dict
 from qgmem.training import checkpoint as ckpt
 from qgmem.training.config import ModelConfig, TrainConfig, load_train_config, validate_config
-from qgmem.training.examples import ExampleDataset, epoch_order
+from qgmem.training.examples import EpochSampler, ExampleDataset
 from qgmem.training.validate import F1_DEFINITION, eval_generate, eval_loss, fmt, report_table, test_report
 
 
@@ -74,6 +74,8 @@ class Run:
     collator: Any  # training batches
     eval_collator: Any
     train_ds: ExampleDataset
+    loader: Any  # the training data loader, prepared once; `sampler` sets its epoch's order
+    sampler: EpochSampler
     val_examples: list[Any]
     val_golds: list[list[str]]
     test_ds: ExampleDataset
@@ -126,6 +128,7 @@ def build_model(cfg: TrainConfig, meta: dict[str, Any], log: Any):
     graph_cfg = inference_settings(prepare, f"{cfg.data.dir}/prepare_meta.json: config").inputs.graph
     llm, tok = load_llm(cfg.model)
     return GraphTokenLM(llm, tok, cfg.encoder, lora=cfg.model.lora.as_peft(), graph_cfg=graph_cfg,
+                        gradient_checkpointing=cfg.model.gradient_checkpointing,
                         base_model=local_model_path(cfg.model.name),
                         extra={"model_name": cfg.model.name, "max_length": cfg.data.max_length,
                                "system": cfg.data.system, "prepare": prepare})
@@ -149,16 +152,17 @@ def setup(cfg: TrainConfig) -> Run:
     import torch
     from accelerate import Accelerator
     from accelerate.utils import DistributedDataParallelKwargs, set_seed
+    from torch.utils.data import DataLoader
 
     from qgmem.model.collate import GraphTokenCollator
 
     validate_config(cfg)
     o = cfg.optim
     accelerator = Accelerator(
-        gradient_accumulation_steps=o.grad_accum, mixed_precision=cfg.mixed_precision,
-        log_with="wandb" if cfg.wandb.enabled else None,
-        # the encoder's learned "empty graph" vector is unused in batches without empty graphs
-        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)],
+        mixed_precision=cfg.mixed_precision, log_with="wandb" if cfg.wandb.enabled else None,
+        # every trainable parameter takes part in every step (the empty-graph vector included), so DDP
+        # need not search for unused ones; accumulation is done by `accumulate_step`, token-weighted
+        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=False)],
     )
     set_seed(o.seed)
     log = (lambda *a: print(*a, flush=True)) if accelerator.is_main_process else (lambda *a: None)
@@ -176,10 +180,16 @@ def setup(cfg: TrainConfig) -> Run:
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_lambda(s, o.warmup_steps, total_steps, o.min_lr_ratio))
     model, optimizer = accelerator.prepare(model, optimizer)
+    sampler = EpochSampler(len(train_ds), o.seed)
+    # own generator: iterating must not draw from the global RNG (a resumed run starts mid-epoch, so a
+    # global draw would shift the dropout stream)
+    loader = accelerator.prepare_data_loader(DataLoader(train_ds, batch_size=o.batch_size, sampler=sampler,
+                                                        collate_fn=collate[0],
+                                                        generator=torch.Generator().manual_seed(o.seed)))
     ckpt.skip_frozen_weights(accelerator)
     # stepped by hand once per optimizer step (accelerate would step it num_processes times)
     accelerator.register_for_checkpointing(scheduler)
-    run = Run(cfg, accelerator, model, optimizer, scheduler, collate[0], collate[1], train_ds,
+    run = Run(cfg, accelerator, model, optimizer, scheduler, collate[0], collate[1], train_ds, loader, sampler,
               val_ds.examples(), val_ds.golds(), test_ds, meta, total_steps, params,
               state={"step": 0, "epoch": 0, "micro_in_epoch": 0, "best": None, "history": [],
                      "train_seconds": 0.0, "resumed_from": []})
@@ -241,14 +251,58 @@ def _after_step(run: Run, step: int, rec: dict[str, Any]) -> None:
         ckpt.save_last(run.accelerator, run.model, run.out, run.state)
 
 
+def answer_tokens(batch: dict[str, Any]) -> int:
+    """Supervised (answer) tokens of a batch, counted as the model's loss counts them (shifted labels)."""
+    from qgmem.model.collate import IGNORE_INDEX
+
+    return int((batch["labels"][:, 1:] != IGNORE_INDEX).sum())
+
+
+def windows(batches: Any, size: int) -> Any:
+    """Consecutive micro-batches in groups of `size` (the last group of an epoch may be shorter)."""
+    group: list[Any] = []
+    for b in batches:
+        group.append(b)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+def accumulate_step(run: Run, window: list[dict[str, Any]]) -> tuple[float, float | None]:
+    """One optimizer step over a window of micro-batches: the loss is the sum over every answer token
+    of the window on every process, divided by their number, so accumulation and DDP give exactly the
+    gradient of one large batch even when answers differ in length. Returns (loss, grad norm)."""
+    import contextlib
+
+    import torch
+
+    acc, o = run.accelerator, run.cfg.optim
+    n_global = float(acc.reduce(torch.tensor(sum(answer_tokens(b) for b in window), device=acc.device,
+                                             dtype=torch.float64), reduction="sum"))
+    scale = acc.num_processes / max(1.0, n_global)  # DDP averages gradients over processes: undo that
+    loss_sum = torch.zeros((), dtype=torch.float64, device=acc.device)
+    for i, batch in enumerate(window):
+        sync = i == len(window) - 1  # gradients are all-reduced once, after the last micro-batch
+        with contextlib.nullcontext() if sync else acc.no_sync(run.model):
+            out = run.model(batch)
+            acc.backward(out.loss_sum * scale)
+        loss_sum += out.loss_sum.detach().double()
+    trainable = [p for p in run.model.parameters() if p.requires_grad]
+    gnorm = acc.clip_grad_norm_(trainable, o.clip) if o.clip > 0 else None
+    run.optimizer.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    run.scheduler.step()
+    loss = float(acc.reduce(loss_sum, reduction="sum")) / max(1.0, n_global)
+    return loss, (float(gnorm) if gnorm is not None else None)
+
+
 def fit(run: Run) -> bool:
     """The training loop from ``run.state`` on; True when it stopped early (``stop_after_steps``)."""
-    import torch
-    from torch.utils.data import DataLoader, Subset
     from tqdm import tqdm
 
     cfg, o, acc, state = run.cfg, run.cfg.optim, run.accelerator, run.state
-    trainable = [p for p in run.model.parameters() if p.requires_grad]
     if state["step"] == 0 and state["best"] is None:  # step-0 validation: the untrained encoder
         res = validate_and_keep_best(run, 0)
         state["history"].append(res)
@@ -258,34 +312,17 @@ def fit(run: Run) -> bool:
                disable=not (acc.is_main_process and cfg.progress))
     t0 = time.perf_counter()
     while state["step"] < run.total_steps:
-        epoch = state["epoch"]
-        # own generator: creating the iterator must not draw from the global RNG (the resumed run
-        # creates it mid-epoch, so a global draw would shift the dropout stream)
-        dl = DataLoader(Subset(run.train_ds, epoch_order(len(run.train_ds), o.seed, epoch)), batch_size=o.batch_size,
-                        shuffle=False, collate_fn=run.collator, generator=torch.Generator().manual_seed(o.seed + epoch))
-        dl = acc.prepare_data_loader(dl)
+        run.sampler.use_epoch(state["epoch"])
         skip = state["micro_in_epoch"]
-        loss_acc, n_acc = 0.0, 0
-        for micro, batch in enumerate(acc.skip_first_batches(dl, skip) if skip else dl, start=skip):
-            with acc.accumulate(run.model):
-                outp = run.model(batch)
-                acc.backward(outp.loss)
-                loss_acc, n_acc = loss_acc + float(outp.loss.detach()), n_acc + 1
-                if acc.sync_gradients:
-                    gnorm = acc.clip_grad_norm_(trainable, o.clip) if o.clip > 0 else None
-                    run.optimizer.step()
-                    run.optimizer.zero_grad(set_to_none=True)
-            if not acc.sync_gradients:
-                continue
-            run.scheduler.step()
+        batches = acc.skip_first_batches(run.loader, skip) if skip else run.loader
+        for window in windows(batches, o.grad_accum):
+            train_loss, gnorm = accumulate_step(run, window)
             state["step"] += 1
-            state["micro_in_epoch"] = micro + 1
+            state["micro_in_epoch"] += len(window)
             step = state["step"]
-            train_loss = float(acc.reduce(torch.tensor(loss_acc / n_acc, device=acc.device), reduction="mean"))
-            loss_acc, n_acc = 0.0, 0
             rec = {"step": step, "train_loss": train_loss, "lr": run.scheduler.get_last_lr()[0]}
             if gnorm is not None:
-                rec["grad_norm"] = float(gnorm)
+                rec["grad_norm"] = gnorm
             bar.update(1)
             bar.set_postfix(loss=f"{train_loss:.4f}")
             state["train_seconds"] += time.perf_counter() - t0
