@@ -1,15 +1,21 @@
-"""Time expressions -> ISO dates or intervals, resolved against a reference date.
+"""Time expressions -> inclusive ISO date intervals, resolved against a reference date.
 
-Units keep *fact time* (when the thing happened) apart from *utterance time* (the session date).
-"I went to a support group yesterday" said on 8 May 2023 has fact time 2023-05-07. Vague
-expressions ("recently", "a few days ago", "the other day") resolve to None = unspecified, as the
-paper asks. The same resolver serves question parsing (resolve against the question time).
+One resolver for both sides of retrieval: a memory unit's *fact time* is resolved against its session
+date ("I went to a support group yesterday" said on 8 May 2023 -> 2023-05-07), a question's time
+constraint against the question time, so the same words always name the same interval. Vague
+expressions ("recently", "a few days ago", "the other day", "the week before") resolve to None =
+unspecified, as the paper asks: there is nothing to anchor them to.
+
+Besides the interval, a `TimeSpan` says which unit the expression counts in (`grain`): "two weeks ago"
+names a single day but is only known to the week. Whether to widen the interval for that when
+matching is the matcher's decision (see `qgmem.retrieve.attributes`), not the resolver's.
 """
 
 from __future__ import annotations
 
 import calendar
 import re
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 Interval = tuple[str, str]  # ISO start, ISO end (inclusive); a single day has start == end
@@ -28,13 +34,26 @@ _MON = r"(January|February|March|April|May|June|July|August|September|October|No
        r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)\d\d)"
-_NUM = r"(\d+|a couple of|a couple|couple of|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
+_NUM = r"(\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + ")"
+_SEP = r"(?:,\s*|\s+)"  # "May 1, 2023", "May 1 2023", "December 1,2023"
 _WD = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 
+_BARE_YEAR_AHEAD = 5  # a bare number further ahead of the reference is a name ("Cyberpunk 2077"), not a year
 _FUTURE = re.compile(r"\b(will|won't|gonna|going to|(?:am|are|is|'m|'re)\s+going|'ll|plan(?:ning)? to|planning|"
                      r"next|tomorrow|upcoming|soon|can't wait|looking forward)\b", re.IGNORECASE)
-_VAGUE = re.compile(r"\b(recently|lately|a while ago|a few (?:days|weeks|months|years) ago|the other day|"
-                    r"some time ago|sometime|once|back then|in the past)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TimeSpan:
+    """An inclusive ISO interval and the unit its expression counts in ("day", "week", "month", "year")."""
+
+    start: str
+    end: str
+    grain: str = "day"
+
+    @property
+    def interval(self) -> Interval:
+        return self.start, self.end
 
 
 def parse_ref(ref: str | date | datetime | None) -> date | None:
@@ -51,17 +70,31 @@ def parse_ref(ref: str | date | datetime | None) -> date | None:
         return None
 
 
-def _day(d: date) -> Interval:
-    return d.isoformat(), d.isoformat()
+def _day(d: date, grain: str = "day") -> TimeSpan:
+    return TimeSpan(d.isoformat(), d.isoformat(), grain)
 
 
-def _month(y: int, m: int) -> Interval:
+def _days(start: date, end: date, grain: str) -> TimeSpan:
+    return TimeSpan(start.isoformat(), end.isoformat(), grain)
+
+
+def _month(y: int, m: int) -> TimeSpan:
     last = calendar.monthrange(y, m)[1]
-    return date(y, m, 1).isoformat(), date(y, m, last).isoformat()
+    return TimeSpan(date(y, m, 1).isoformat(), date(y, m, last).isoformat(), "month")
 
 
-def _year(y: int) -> Interval:
-    return f"{y:04d}-01-01", f"{y:04d}-12-31"
+def _year(y: int) -> TimeSpan:
+    return TimeSpan(f"{y:04d}-01-01", f"{y:04d}-12-31", "year")
+
+
+def month_interval(y: int, m: int) -> Interval:
+    """First and last ISO day of a month."""
+    return _month(y, m).interval
+
+
+def year_interval(y: int) -> Interval:
+    """First and last ISO day of a year."""
+    return _year(y).interval
 
 
 def _shift_month(y: int, m: int, delta: int) -> tuple[int, int]:
@@ -83,22 +116,14 @@ def _num(word: str) -> int | None:
     return NUMBER_WORDS.get(word)
 
 
-def resolve_time(text: str, ref: str | date | datetime | None) -> Interval | None:
-    """The first resolvable time expression in `text` as an inclusive ISO interval, or None.
-
-    Absolute dates need no reference; relative ones ("yesterday", "last week", "two weeks ago") need
-    `ref` and give None without it. Vague ones give None.
-    """
-    r = parse_ref(ref)
-    future = bool(_FUTURE.search(text))
-
-    # --- absolute, most specific first
-    m = re.search(rf"\b{_DAY}\s+(?:of\s+)?{_MON},?\s+{_YEAR}\b", text)
+def _absolute(text: str, r: date | None) -> TimeSpan | None:
+    """Dates that name their month: "8 May, 2023", "May 8th 2023", "May 2023", "on 8 May", "in August"."""
+    m = re.search(rf"\b{_DAY}\s+(?:of\s+)?{_MON}{_SEP}{_YEAR}\b", text)
     if m:
         d = _safe_date(int(m.group(3)), MONTHS[m.group(2).lower()], int(m.group(1)))
         if d:
             return _day(d)
-    m = re.search(rf"\b{_MON}\s+{_DAY},?\s+{_YEAR}\b", text)
+    m = re.search(rf"\b{_MON}\s+{_DAY}{_SEP}{_YEAR}\b", text)
     if m:
         d = _safe_date(int(m.group(3)), MONTHS[m.group(1).lower()], int(m.group(2)))
         if d:
@@ -111,93 +136,122 @@ def resolve_time(text: str, ref: str | date | datetime | None) -> Interval | Non
     if (m or m2) and r is not None:
         day_s, mon_s = (m.group(1), m.group(2)) if m else (m2.group(2), m2.group(1))
         d = _safe_date(r.year, MONTHS[mon_s.lower()], int(day_s))
+        if d and d > r and not _FUTURE.search(text):
+            d = _safe_date(r.year - 1, d.month, d.day)  # "we met on Aug 15th", said in January: last August
         if d:
             return _day(d)
-
-    m = re.search(rf"\b(?:in|during|by|until|since|early|late|mid|of|this|last|next)[\s-]+{_MON}(?![\w-])", text)
+    # not "of <Month>": "as of November" means up to it, not during it, so "the second week of November"
+    # stays unspecified too (resolving it would also move one LoCoMo question's result)
+    m = re.search(rf"\b(?:in|during|by|until|since|early|late|mid|this|last|next)[\s-]+{_MON}(?![\w-])", text)
     if m and r is not None:
-        mon = MONTHS[m.group(1).lower()]
-        year = r.year
-        word = text[m.start():m.start() + 5].lower()
-        if word.startswith("next") or (future and mon < r.month):
-            year += 1 if mon < r.month else 0
-        elif word.startswith("last") or (not future and mon > r.month):
-            year -= 1
-        return _month(year, mon)
+        return _named_month(text[m.start():m.start() + 5].lower(), MONTHS[m.group(1).lower()], r,
+                            bool(_FUTURE.search(text)))
+    return None
 
-    low = text.lower()
-    # --- relative to the reference date
+
+def _named_month(word: str, mon: int, r: date, future: bool) -> TimeSpan:
+    """A month named without a year: "last May" is the latest May before this month, "next May" the first
+    one after it; otherwise the tense of the sentence picks the year ("in August" said in May: last August)."""
+    year = r.year
+    if word.startswith("last"):
+        year -= 1 if mon >= r.month else 0
+    elif word.startswith("next"):
+        year += 1 if mon <= r.month else 0
+    elif future and mon < r.month:
+        year += 1
+    elif not future and mon > r.month:
+        year -= 1
+    return _month(year, mon)
+
+
+def _counted(low: str, r: date) -> TimeSpan | None:
+    """ "three days ago", "two weeks ago", "in 2 months" (future sentences only)."""
+    m = re.search(rf"\b{_NUM}\s+(day|week|month|year)s?\s+ago\b", low)
+    sign = -1
+    if not m or low[max(0, m.start() - 6):m.start()].endswith("few "):
+        m = re.search(rf"\bin\s+{_NUM}\s+(day|week|month|year)s?\b", low) if _FUTURE.search(low) else None
+        sign = 1
+    if not m:
+        return None
+    n = _num(m.group(1))
+    if n is None:
+        return None
+    unit = m.group(2)
+    if unit == "day":
+        return _day(r + timedelta(days=sign * n))
+    if unit == "week":
+        return _day(r + timedelta(weeks=sign * n), "week")
+    if unit == "month":
+        return _month(*_shift_month(r.year, r.month, sign * n))
+    return _year(r.year + sign * n)
+
+
+def _deictic(low: str, r: date) -> TimeSpan | None:
+    """Words anchored at the reference day: yesterday, tomorrow, tonight, last/this/next week|weekend|month|year."""
+    if re.search(r"\bday before yesterday\b", low):
+        return _day(r - timedelta(days=2))
+    if re.search(r"\b(yesterday|last night)\b", low):
+        return _day(r - timedelta(days=1))
+    if re.search(r"\btomorrow\b", low):
+        return _day(r + timedelta(days=1))
+    if re.search(r"\b(today|tonight|this morning|this afternoon|this evening|right now)\b", low):
+        return _day(r)
+    monday = r - timedelta(days=r.weekday())
+    m = re.search(r"\b(last|this|next)\s+(week|weekend|month|year)\b", low)
+    if not m:
+        return None
+    which, unit = m.group(1), m.group(2)
+    off = {"last": -1, "this": 0, "next": 1}[which]
+    if unit == "week":
+        start = monday + timedelta(weeks=off)
+        return _days(start, start + timedelta(days=6), "week")
+    if unit == "weekend":
+        if which == "last":
+            sat = r - timedelta(days=(r.weekday() - 5) % 7 or 7)  # most recent Saturday before today
+            if r.weekday() == 6:
+                sat = r - timedelta(days=8)
+        else:
+            sat = monday + timedelta(days=5 + 7 * off)
+        return _days(sat, sat + timedelta(days=1), "day")
+    if unit == "month":
+        return _month(*_shift_month(r.year, r.month, off))
+    return _year(r.year + off)
+
+
+def _weekday(low: str, r: date, future: bool) -> TimeSpan | None:
+    """ "last Friday", "next Monday", "on Sunday": the nearest such day in the sentence's direction."""
+    m = re.search(rf"\b(last|this past|past|next|this|on)\s+{_WD}\b", low) or re.search(rf"\b{_WD}\b()", low)
+    if not m:
+        return None
+    if m.lastindex == 2 and m.group(2):
+        which, wd = m.group(1), WEEKDAYS[m.group(2)]
+    else:
+        which, wd = "on", WEEKDAYS[m.group(1)]
+    if which == "next" or (which in ("on", "this") and future):
+        return _day(r + timedelta(days=(wd - r.weekday()) % 7 or 7))
+    return _day(r - timedelta(days=(r.weekday() - wd) % 7 or 7))
+
+
+def resolve_time(text: str, ref: str | date | datetime | None) -> TimeSpan | None:
+    """The first resolvable time expression in `text` as a `TimeSpan`, or None.
+
+    Absolute dates need no reference; relative ones ("yesterday", "last week", "two weeks ago") need
+    `ref` and give None without it. Vague ones ("a few weeks ago", "recently") give None.
+    """
+    r = parse_ref(ref)
+    span = _absolute(text, r)
+    if span is not None:
+        return span
     if r is not None:
-        m = re.search(rf"\b{_NUM}\s+(day|week|month|year)s?\s+ago\b", low)
-        if m and not low[max(0, m.start() - 6):m.start()].endswith("few "):
-            n = _num(m.group(1))
-            unit = m.group(2)
-            if n is not None:
-                if unit == "day":
-                    return _day(r - timedelta(days=n))
-                if unit == "week":
-                    return _day(r - timedelta(weeks=n))
-                if unit == "month":
-                    return _month(*_shift_month(r.year, r.month, -n))
-                return _year(r.year - n)
-        m = re.search(rf"\bin\s+{_NUM}\s+(day|week|month|year)s?\b", low)
-        if m and future:
-            n = _num(m.group(1))
-            unit = m.group(2)
-            if n is not None:
-                if unit == "day":
-                    return _day(r + timedelta(days=n))
-                if unit == "week":
-                    return _day(r + timedelta(weeks=n))
-                if unit == "month":
-                    return _month(*_shift_month(r.year, r.month, n))
-                return _year(r.year + n)
-        if re.search(r"\bday before yesterday\b", low):
-            return _day(r - timedelta(days=2))
-        if re.search(r"\b(yesterday|last night)\b", low):
-            return _day(r - timedelta(days=1))
-        if re.search(r"\btomorrow\b", low):
-            return _day(r + timedelta(days=1))
-        if re.search(r"\b(today|tonight|this morning|this afternoon|this evening|right now)\b", low):
-            return _day(r)
-        monday = r - timedelta(days=r.weekday())
-        m = re.search(r"\b(last|this|next)\s+(week|weekend|month|year)\b", low)
-        if m:
-            which, unit = m.group(1), m.group(2)
-            off = {"last": -1, "this": 0, "next": 1}[which]
-            if unit == "week":
-                start = monday + timedelta(weeks=off)
-                return start.isoformat(), (start + timedelta(days=6)).isoformat()
-            if unit == "weekend":
-                if which == "last":
-                    sat = r - timedelta(days=(r.weekday() - 5) % 7 or 7)  # most recent Saturday before today
-                    if r.weekday() == 6:
-                        sat = r - timedelta(days=8)
-                elif which == "this":
-                    sat = monday + timedelta(days=5)
-                else:
-                    sat = monday + timedelta(days=12)
-                return sat.isoformat(), (sat + timedelta(days=1)).isoformat()
-            if unit == "month":
-                return _month(*_shift_month(r.year, r.month, off))
-            return _year(r.year + off)
-        m = re.search(rf"\b(last|this past|past|next|this|on)\s+{_WD}\b", low) or \
-            re.search(rf"\b{_WD}\b()", low)
-        if m:
-            if m.lastindex == 2 and m.group(2):
-                which, wd = m.group(1), WEEKDAYS[m.group(2)]
-            else:
-                which, wd = "on", WEEKDAYS[m.group(1)]
-            if which == "next" or (which in ("on", "this") and future):
-                delta = (wd - r.weekday()) % 7 or 7
-                return _day(r + timedelta(days=delta))
-            delta = (r.weekday() - wd) % 7 or 7
-            return _day(r - timedelta(days=delta))
-    # --- bare years ("in 2022", "since 2016"); after relative ones so "2 years ago" wins
-    m = re.search(rf"\b(?:in|since|from|of|back in|around|by|during|year)\s+{_YEAR}\b", text) or \
-        re.search(rf"(?<![\d:/$.,]){_YEAR}(?![\d:/%])", text)
+        low = text.lower()
+        span = _counted(low, r) or _deictic(low, r) or _weekday(low, r, bool(_FUTURE.search(text)))
+        if span is not None:
+            return span
+    # bare years ("in 2022", "since 2016"); after relative ones so "2 years ago" wins
+    m = re.search(rf"\b(?:in|since|from|of|back in|around|by|during|year)\s+{_YEAR}\b", text)
     if m:
         return _year(int(m.group(1)))
-    if r is not None and _VAGUE.search(text):
-        return None
+    m = re.search(rf"(?<![\d:/$.,]){_YEAR}(?![\d:/%])", text)
+    if m and (r is None or int(m.group(1)) <= r.year + _BARE_YEAR_AHEAD):
+        return _year(int(m.group(1)))
     return None

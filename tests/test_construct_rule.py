@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from qgmem.construct.rule import RuleExtractor, extract_triple
-from qgmem.timex import resolve_time
 from qgmem.construct.windows import make_windows
+from qgmem.timex import resolve_time
 from qgmem.types import Session, Turn
 
 
@@ -82,12 +82,13 @@ def test_triple_heuristics() -> None:
     ("I ran 5 miles at 7 pm", None),
 ])
 def test_time_resolution(text, expected) -> None:
-    assert resolve_time(text, "2023-05-08T13:56") == expected  # a Monday
+    span = resolve_time(text, "2023-05-08T13:56")  # a Monday
+    assert (span.interval if span else None) == expected
 
 
 def test_relative_time_needs_a_reference() -> None:
     assert resolve_time("yesterday", None) is None
-    assert resolve_time("on 1 May, 2023", None) == ("2023-05-01", "2023-05-01")
+    assert resolve_time("on 1 May, 2023", None).interval == ("2023-05-01", "2023-05-01")
 
 
 @pytest.mark.data
@@ -108,3 +109,28 @@ def test_locomo_units_cite_real_turns_and_cover_turns(data_dir) -> None:
         total_turns += len(conv.turns())
         covered += len(seen)
     assert covered / total_turns > 0.85, covered / total_turns
+
+
+def test_word_lists_are_data_files_with_a_header() -> None:
+    from importlib import resources
+
+    from qgmem.words import load_list, load_table, load_words
+
+    files = [p for p in resources.files("qgmem.words").iterdir() if p.name.endswith(".txt")]
+    assert len(files) >= 15
+    for p in files:
+        assert p.read_text(encoding="utf-8").startswith("# "), f"{p.name} needs a header comment"
+    assert "pottery" in load_words("lexicon") and "#" not in "".join(load_words("lexicon"))
+    assert "New York" in load_words("gazetteer")  # phrases and case kept
+    assert load_table("irregular_verbs")["went"] == "go"
+    assert load_list("state_relations")[:2] == ("live", "work")  # file order kept
+    with pytest.raises(FileNotFoundError):
+        load_words("no_such_list")
+
+
+def test_package_data_ships_the_word_lists() -> None:
+    import tomllib
+    from pathlib import Path
+
+    cfg = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert "words/*.txt" in cfg["tool"]["setuptools"]["package-data"]["qgmem"]

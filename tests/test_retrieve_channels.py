@@ -98,6 +98,20 @@ def test_attribute_channel_matches_names_by_similarity_threshold_and_time_overla
                                              [], None, 0.6, 10)] == [3]
 
 
+def test_week_counted_question_time_matches_within_half_a_week():
+    """ "two weeks ago" resolves to one day; known only to the week, it matches units within +/- 3 days."""
+    enc = _Vocab()
+    units = [_unit(0, [], t0="2023-08-15", t1="2023-08-15"), _unit(1, [], t0="2023-08-21", t1="2023-08-21"),
+             _unit(2, [], t0="2023-08-14", t1="2023-08-14"), _unit(3, [], t0="2023-08-18", t1="2023-08-18")]
+    ix = AttributeIndex(units, enc, time_fallback_utterance=False)
+    week = QueryConstraints(time_start="2023-08-18", time_end="2023-08-18", time_grain="week")
+    assert sorted(r for r, _ in ix.search(week, [], None, 0.6, 10)) == [0, 1, 3]
+    day = QueryConstraints(time_start="2023-08-18", time_end="2023-08-18")
+    assert [r for r, _ in ix.search(day, [], None, 0.6, 10)] == [3]
+    whole_week = QueryConstraints(time_start="2023-08-14", time_end="2023-08-20", time_grain="week")  # "last week"
+    assert sorted(r for r, _ in ix.search(whole_week, [], None, 0.6, 10)) == [0, 2, 3]
+
+
 def test_attribute_ties_broken_by_dense_similarity():
     enc = _Vocab()
     units = [_unit(0, ["Rex"]), _unit(1, ["Rex"]), _unit(2, ["Rex"])]

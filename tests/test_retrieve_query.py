@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-from datetime import date
 
 import pytest
 from qgmem.testing.openai_server import OpenAIServer
 
 from qgmem.llm.scripted import ScriptedBackend
-from qgmem.retrieve.query import QueryParser, parse_rule, resolve_time
+from qgmem.retrieve.query import QueryParser, parse_rule
 
-NOW = date(2023, 9, 1)
+NOW = "2023-09-01"
 
 
 @pytest.mark.parametrize("text,start,end", [
     ("What did she do last May?", "2023-05-01", "2023-05-31"),
     ("What did she do last October?", "2022-10-01", "2022-10-31"),
-    ("Where was he two weeks ago?", "2023-08-15", "2023-08-21"),
+    ("Where was he two weeks ago?", "2023-08-18", "2023-08-18"),  # a day; matching allows +/- 3 days
     ("What happened yesterday?", "2023-08-31", "2023-08-31"),
     ("What did they do on 7 May, 2023?", "2023-05-07", "2023-05-07"),
     ("What did they do on May 7th, 2023?", "2023-05-07", "2023-05-07"),
@@ -27,13 +26,18 @@ NOW = date(2023, 9, 1)
     ("Where did they go 3 months ago?", "2023-06-01", "2023-06-30"),
 ])
 def test_time_expressions_resolve_against_question_time(text, start, end):
-    span = resolve_time(text, NOW)
-    assert span is not None and (span[0].isoformat(), span[1].isoformat()) == (start, end)
+    c = parse_rule(text, NOW)
+    assert (c.time_start, c.time_end) == (start, end)
 
 
 def test_no_time_constraint_without_expression_or_reference():
-    assert resolve_time("When did Alice visit Paris?", NOW) is None
-    assert resolve_time("What happened two weeks ago?", None) is None  # relative needs a question time
+    assert parse_rule("When did Alice visit Paris?", NOW).time_start is None
+    assert parse_rule("What happened two weeks ago?", None).time_start is None  # relative needs a question time
+
+
+def test_week_counted_question_time_is_marked_for_matching():
+    assert parse_rule("Where was he two weeks ago?", NOW).time_grain == "week"
+    assert parse_rule("What happened yesterday?", NOW).time_grain == "day"
 
 
 def test_rule_parser_finds_entities_location_and_known_lowercase_names():

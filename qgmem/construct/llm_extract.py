@@ -17,10 +17,10 @@ from importlib import resources
 from typing import Any
 
 from qgmem.construct.extractor import WindowResult
-from qgmem.timex import _month, _year
 from qgmem.construct.windows import Window
 from qgmem.llm.base import ChatBackend, ChatRequest, ChatResult, LLMError, Message
 from qgmem.llm.jsonfix import parse_json_lenient
+from qgmem.timex import month_interval, year_interval
 from qgmem.types import AtomicUnit
 
 PHASE = "construction"
@@ -76,8 +76,8 @@ def _norm_time(value: Any, end: bool, where: str) -> str | None:
 
             return _date(int(y), int(mo), int(d)).isoformat()
         if mo:
-            return _month(int(y), int(mo))[1 if end else 0]
-        return _year(int(y))[1 if end else 0]
+            return month_interval(int(y), int(mo))[1 if end else 0]
+        return year_interval(int(y))[1 if end else 0]
     except ValueError as e:
         raise ValueError(f"{where}: time {value!r}: {e}") from None
 

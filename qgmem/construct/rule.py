@@ -22,66 +22,27 @@ from functools import lru_cache
 import Stemmer
 
 from qgmem.construct.extractor import WindowResult
-from qgmem.timex import resolve_time
 from qgmem.construct.windows import Window
+from qgmem.timex import resolve_time
 from qgmem.types import AtomicUnit, Turn
+from qgmem.words import load_table, load_words
 
-STOPWORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "few", "for", "from", "further", "had", "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "i", "i'd", "i'll", "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "let's", "me", "more", "most", "mustn't", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "same", "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's", "these", "they", "they'd", "they'll", "they're", "they've", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn't", "we", "we'd", "we'll", "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's", "which", "while", "who", "who's", "whom", "why", "why's", "with", "won't", "would", "wouldn't", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself", "yourselves", "just", "really", "also", "so", "too", "yeah", "yes", "yep", "oh", "ok", "okay", "well", "im", "ive", "id", "ill", "youre", "thats", "dont", "its", "got", "get", "gets", "go", "going", "gonna", "wanna", "lot", "lots", "much", "many", "thing", "things", "way", "anything", "something", "everything", "new", "up"])
-
-CHITCHAT = frozenset(["hi", "hey", "hello", "thanks", "thank", "wow", "haha", "hahaha", "lol", "omg", "awesome", "cool", "great", "nice", "amazing", "totally", "sure", "glad", "congrats", "congratulations", "aww", "awww", "yay", "bye", "cheers", "love", "sounds", "sound", "good", "right", "absolutely", "definitely", "indeed", "agree", "true", "sorry", "wish", "luck", "care", "see", "soon", "talk", "later", "catch", "take"])
-
-# Words that may start a sentence capitalised without being names.
-NON_ENTITY_CAPS = STOPWORDS | CHITCHAT | frozenset(["anyway", "anyways", "btw", "by", "actually", "also", "and", "but", "so", "well", "oh", "yeah", "yes", "no", "not", "maybe", "sometimes", "speaking", "plus", "definitely", "absolutely", "totally", "really", "honestly", "seriously", "wow", "aww", "awesome", "cool", "great", "nice", "amazing", "congrats", "thanks", "thank", "hey", "hi", "hello", "sounds", "glad", "sure", "yep", "nope", "hmm", "hah", "lol", "omg", "lately", "recently", "gonna", "wanna", "let", "that's", "what's", "it's", "i'm", "i've", "i'd", "i'll", "we're", "you're", "they're", "there's", "here's", "mine", "good", "bad", "happy", "sad", "exciting", "nothing", "everything", "something", "anything", "everyone", "someone", "anyone", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "today", "yesterday", "tomorrow", "last", "next", "this", "these", "those"])
-
-LEXICON = frozenset(["pottery", "painting", "paintings", "painter", "art", "artwork", "drawing", "sketch", "sculpture", "photography", "photo", "photos", "camera", "camping", "hiking", "hike", "trip", "travel", "vacation", "road", "beach", "mountains", "mountain", "forest", "lake", "river", "ocean", "sea", "park", "garden", "museum", "concert", "festival", "parade", "conference", "workshop", "class", "classes", "course", "school", "college", "university", "degree", "job", "career", "work", "office", "company", "business", "startup", "boss", "promotion", "interview", "internship", "shop", "store", "bakery", "restaurant", "cafe", "coffee", "dinner", "lunch", "breakfast", "recipe", "cooking", "baking", "cake", "cookies", "pie", "food", "dog", "dogs", "puppy", "cat", "cats", "kitten", "pet", "pets", "horse", "bird", "birds", "fish", "turtle", "turtles", "snake", "kids", "kid", "children", "child", "son", "daughter", "baby", "husband", "wife", "partner", "boyfriend", "girlfriend", "mom", "mother", "dad", "father", "parents", "sister", "brother", "family", "grandma", "grandmother", "grandpa", "grandfather", "friend", "friends", "mentor", "neighbor", "team", "guitar", "piano", "violin", "drums", "music", "song", "songs", "band", "singing", "dance", "dancing", "yoga", "gym", "running", "marathon", "race", "swimming", "surfing", "skiing", "soccer", "football", "basketball", "baseball", "tennis", "volleyball", "golf", "chess", "games", "game", "video", "book", "books", "novel", "reading", "writing", "poem", "poetry", "blog", "movie", "movies", "film", "show", "series", "podcast", "car", "bike", "bicycle", "house", "home", "apartment", "garden", "church", "charity", "volunteering", "volunteer", "shelter", "fundraiser", "adoption", "agency", "counseling", "therapy", "therapist", "support", "group", "lgbtq", "transgender", "pride", "community", "birthday", "wedding", "anniversary", "graduation", "party", "christmas", "thanksgiving", "halloween", "holiday", "holidays", "instrument", "clarinet", "saxophone", "flute", "cello", "ukulele", "trumpet"])
-
-PLACE_NOUNS = frozenset(["beach", "park", "museum", "mountains", "mountain", "forest", "lake", "river", "ocean", "gym", "church", "school", "library", "cafe", "restaurant", "zoo", "concert", "festival", "office", "hospital", "shelter", "store", "mall", "market", "studio", "theater", "theatre", "cinema", "stadium", "campus", "airport", "station", "bar", "pub", "club", "pool", "garden", "farm", "camp", "campsite", "countryside", "city", "downtown", "island", "desert", "neighborhood", "neighbourhood", "town", "village", "hometown", "backyard", "yard", "trail", "coast", "shore", "hills", "woods", "countryside", "church", "temple", "hotel", "resort", "spa", "bakery", "clinic", "center", "centre", "gallery", "aquarium", "arcade", "bookstore"])
-
-_GAZ_TEXT = """
-Afghanistan|Argentina|Australia|Austria|Bahamas|Belgium|Brazil|Canada|Chile|China|Colombia|Costa Rica|Croatia|
-Cuba|Czech Republic|Denmark|Egypt|England|Ethiopia|Finland|France|Germany|Ghana|Greece|Hawaii|Iceland|India|
-Indonesia|Iran|Iraq|Ireland|Israel|Italy|Jamaica|Japan|Kenya|Korea|Mexico|Morocco|Nepal|Netherlands|New Zealand|
-Nigeria|Norway|Pakistan|Peru|Philippines|Poland|Portugal|Russia|Scotland|Singapore|Spain|Sweden|Switzerland|
-Thailand|Turkey|Ukraine|Vietnam|Wales|Europe|Asia|Africa|America|Caribbean|Scandinavia|UK|USA|
-Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Idaho|Illinois|Indiana|
-Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|Minnesota|Mississippi|Missouri|Montana|
-Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|New York|North Carolina|North Dakota|Ohio|Oklahoma|Oregon|
-Pennsylvania|Rhode Island|South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|
-West Virginia|Wisconsin|Wyoming|Amsterdam|Athens|Atlanta|Austin|Bali|Bangkok|Barcelona|Beijing|Berlin|Boston|
-Brooklyn|Budapest|Buenos Aires|Cairo|Chicago|Copenhagen|Dallas|Denver|Detroit|Dubai|Dublin|Edinburgh|Florence|
-Hong Kong|Honolulu|Houston|Istanbul|Las Vegas|Lisbon|London|Los Angeles|Madrid|Manhattan|Melbourne|Miami|
-Milan|Montreal|Moscow|Mumbai|Munich|Nashville|New Orleans|Orlando|Oslo|Paris|Philadelphia|Phoenix|Portland|
-Prague|Rome|San Diego|San Francisco|Seattle|Seoul|Shanghai|Stockholm|Sydney|Tokyo|Toronto|Vancouver|Venice|
-Vienna|Yosemite|Yellowstone|Grand Canyon|Central Park|Disneyland|Disney World|Alps|Himalayas|Rockies
-"""
-GAZETTEER = frozenset(p.strip() for p in _GAZ_TEXT.replace("\n", "").split("|") if p.strip())
+# word lists live in qgmem/words/*.txt; each file says what its list is for
+STOPWORDS = load_words("stopwords")
+CHITCHAT = load_words("chitchat")
+NON_ENTITY_CAPS = STOPWORDS | CHITCHAT | load_words("non_entity_caps")  # capitalised, yet not names
+LEXICON = load_words("lexicon")
+PLACE_NOUNS = load_words("place_nouns")
+GAZETTEER = load_words("gazetteer")
 _GAZ_RE = re.compile(r"\b(" + "|".join(sorted((re.escape(g) for g in GAZETTEER), key=len, reverse=True)) + r")\b")
-
-IRREGULAR = {
-    "went": "go", "gone": "go", "goes": "go", "got": "get", "gotten": "get", "made": "make", "saw": "see",
-    "seen": "see", "took": "take", "taken": "take", "gave": "give", "given": "give", "came": "come",
-    "found": "find", "felt": "feel", "kept": "keep", "left": "leave", "met": "meet", "ran": "run", "read": "read",
-    "said": "say", "says": "say", "told": "tell", "thought": "think", "bought": "buy", "brought": "bring",
-    "taught": "teach", "caught": "catch", "began": "begin", "begun": "begin", "wrote": "write", "written": "write",
-    "drew": "draw", "drawn": "draw", "sang": "sing", "sung": "sing", "swam": "swim", "won": "win", "lost": "lose",
-    "built": "build", "spent": "spend", "sent": "send", "heard": "hear", "held": "hold", "knew": "know",
-    "known": "know", "became": "become", "grew": "grow", "grown": "grow", "had": "have", "has": "have",
-    "did": "do", "does": "do", "done": "do", "was": "be", "were": "be", "is": "be", "am": "be", "are": "be",
-    "'m": "be", "'re": "be", "'s": "be", "been": "be", "ate": "eat", "eaten": "eat", "flew": "fly", "drove": "drive",
-    "rode": "ride", "chose": "choose", "fell": "fall", "led": "lead", "paid": "pay", "sold": "sell", "stood": "stand",
-    "understood": "understand", "woke": "wake", "wore": "wear", "joined": "join", "loved": "love", "lived": "live",
-    "moved": "move", "tried": "try", "studied": "study", "married": "marry", "adopted": "adopt", "started": "start",
-    "finished": "finish", "visited": "visit", "played": "play", "painted": "paint", "used": "use", "decided": "decide",
-    "loves": "love", "likes": "like", "liked": "like", "hoped": "hope", "changed": "change", "baked": "bake",
-    "danced": "dance", "hiked": "hike", "practiced": "practice", "received": "receive", "shared": "share",
-    "created": "create", "closed": "close", "graduated": "graduate", "celebrated": "celebrate", "enjoyed": "enjoy",
-}
-AUX = frozenset(["am", "is", "are", "was", "were", "be", "been", "being", "'m", "'re", "'s", "'ve", "'d", "'ll", "have", "has", "had", "do", "does", "did", "will", "would", "shall", "should", "can", "could", "may", "might", "must", "just", "really", "also", "finally", "recently", "actually", "still", "already", "always", "never", "even", "totally", "definitely", "now", "then", "so", "gonna", "wanna", "gotta", "able", "to", "not", "n't", "never", "ever", "kinda", "sorta", "absolutely", "truly", "currently", "lately"])
-LEADING = frozenset(["yeah", "yes", "no", "oh", "well", "so", "and", "but", "also", "actually", "btw", "anyway", "anyways", "hey", "hi", "wow", "haha", "lol", "aww", "ah", "plus", "honestly", "sure", "totally", "okay", "ok", "hmm", "like", "um", "right"])
-FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "we", "we're", "we've", "we'd", "we'll"])
-POSSESSIVE = frozenset(["my", "our"])
-SECOND_PERSON = frozenset(["you", "you're", "you've", "you'd", "you'll"])
-PRONOUN_SUBJECTS = frozenset(["it", "it's", "that", "that's", "this", "there", "there's", "they", "they're", "they've", "he", "he's", "she", "she's", "these", "those"])
+IRREGULAR = load_table("irregular_verbs")
+AUX = load_words("auxiliaries")
+LEADING = load_words("leading_words")
+FIRST_PERSON = load_words("first_person")
+POSSESSIVE = load_words("possessive")
+SECOND_PERSON = load_words("second_person")
+QUESTION_OPENERS = load_words("question_openers")
+PRONOUN_SUBJECTS = load_words("pronoun_subjects")
 
 _SENT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
@@ -189,8 +150,8 @@ def extract_location(sentence: str, speakers: list[str]) -> str | None:
     return None
 
 
-COMMON_VERBS = frozenset(["love", "like", "want", "need", "feel", "think", "hope", "plan", "enjoy", "try", "start", "finish", "join", "visit", "play", "paint", "make", "take", "go", "get", "see", "work", "live", "move", "adopt", "study", "learn", "teach", "read", "write", "watch", "listen", "sing", "dance", "run", "swim", "hike", "cook", "bake", "travel", "buy", "help", "support", "volunteer", "keep", "decide", "mean", "believe", "remember", "forget", "meet", "call", "give", "find", "lose", "win", "build", "create", "draw", "share", "open", "close", "change", "care", "wish", "miss", "check", "attend", "celebrate", "graduate", "marry", "raise", "grow", "look", "sound", "seem", "appreciate", "thank", "agree", "understand", "know", "love", "hate", "prefer", "become", "stay", "spend", "pass", "use", "bring", "put", "set", "teach"])
-BE_HAVE = frozenset(["am", "is", "are", "was", "were", "be", "been", "being", "'m", "'re", "'s", "have", "has", "had", "'ve"])
+COMMON_VERBS = load_words("common_verbs")
+BE_HAVE = load_words("be_have")
 
 
 def _verbish(tok: str) -> bool:
@@ -226,8 +187,7 @@ def extract_triple(sentence: str, speaker: str, other: str | None) -> tuple[str,
             subject, i = w, i + 1
         elif w in PRONOUN_SUBJECTS:
             subject, i = w.split("'")[0], i + 1  # unresolved pronoun: kept out of traces
-        elif w not in {"what", "how", "why", "where", "when", "who", "which", "did", "do", "does", "are", "is",
-                       "have", "has", "can", "could", "would", "will"}:
+        elif w not in QUESTION_OPENERS:
             j = i + 1 if w in {"the", "a", "an", "his", "her", "their"} else i
             while j < len(toks) and j - i < 4 and not _verbish(toks[j]) and toks[j].lower() not in AUX:
                 j += 1
@@ -307,12 +267,12 @@ class RuleExtractor:
         ents = extract_entities(span_text, speakers)
         if turn.speaker not in ents:
             ents.insert(0, turn.speaker)
-        ft = resolve_time(span_text, window.session_date)
+        ft = resolve_time(span_text, window.session_date)  # fact time: the same resolver questions use
         return AtomicUnit(
             id=f"{ns}/{window.key}/u{j}", namespace=ns, session_id=window.session_id, text=text,
             first_turn=turn.id, last_turn=turn.id, turn_ids=[turn.id], speaker=turn.speaker,
             subject=subj, relation=rel, object=obj, entities=ents,
             location=extract_location(span_text, speakers),
-            fact_time_start=ft[0] if ft else None, fact_time_end=ft[1] if ft else None,
+            fact_time_start=ft.start if ft else None, fact_time_end=ft.end if ft else None,
             utterance_time=window.session_date, extractor=self.name,
         )

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import sparse
 
 from qgmem.types import AtomicUnit, MemoryTrace
+from qgmem.words import load_list, load_words
 
 Role = Literal["origin", "update", "supplement"]
 RolesFn = Callable[[int, list[int]], "tuple[list[Role], set[int]] | None"]
@@ -45,14 +46,11 @@ class TraceConfig:
 
 
 # relations whose value is a current state that a later value replaces (rule path)
-STATE_RELATIONS = (
-    "live", "work", "own", "study", "studi", "date", "marry", "marri", "move", "becom", "become", "teach",
-    "attend", "train", "name", "weigh", "earn", "rent", "run", "manag", "manage", "lead", "stay", "join",
-)
+STATE_RELATIONS = load_list("state_relations")
 
 
 # a unit whose subject is an unresolved pronoun cannot be placed in anyone's trajectory
-UNRESOLVED_SUBJECTS = frozenset(["it", "that", "this", "there", "they", "he", "she", "these", "those", "you", "we", "i"])
+UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
 
 
 def subject_key(u: AtomicUnit) -> str:

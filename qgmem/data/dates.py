@@ -9,11 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-_MONTHS = {m: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august",
-     "september", "october", "november", "december"], start=1)}
-_MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
-_MONTHS["sept"] = 9
+from qgmem.timex import MONTHS as _MONTHS  # month names and abbreviations -> 1..12
 
 _LOCOMO = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
 _LME = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$")

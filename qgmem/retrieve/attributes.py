@@ -4,31 +4,42 @@ Entities and locations match by dense similarity of the names (>= threshold, pap
 vocabulary of distinct names with an inverted index to units, so a query scores only the units that
 mention a matching name; a name's weight is its inverse document frequency (a speaker who appears in
 every unit weighs little). Time matches by overlap of the query interval with the unit's fact time
-(or, optionally and at half weight, its utterance time when the fact time is unspecified). Units with
-equal attribute scores are ordered by their dense similarity to the question.
+(or, optionally and at half weight, its utterance time when the fact time is unspecified); a query
+time known only to the week ("two weeks ago" names one day) matches within half a week of that day.
+Units with equal attribute scores are ordered by their dense similarity to the question.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import date
 
 import numpy as np
 
+from qgmem.timex import parse_ref
 from qgmem.types import AtomicUnit
 
 from .dense import matvec
 from .query import QueryConstraints
 
 
+# Days in a unit a time expression may count in; an interval shorter than its expression's unit is
+# widened by half the difference on each side when matched ("two weeks ago": the day +/- 3 days).
+GRAIN_DAYS = {"day": 1, "week": 7}
+
+
 def _ordinal(s: str | None) -> int | None:
-    if not s:
+    d = parse_ref(s) if s else None
+    return d.toordinal() if d is not None else None
+
+
+def query_days(c: QueryConstraints) -> tuple[int, int] | None:
+    """The query's time interval as inclusive day ordinals, widened to the precision of its expression."""
+    qs, qe = _ordinal(c.time_start), _ordinal(c.time_end or c.time_start)
+    if qs is None or qe is None:
         return None
-    try:
-        return date.fromisoformat(s[:10]).toordinal()
-    except ValueError:
-        return None
+    slack = max(0, (GRAIN_DAYS.get(c.time_grain, 1) - (qe - qs + 1)) // 2)
+    return qs - slack, qe + slack
 
 
 class _NameIndex:
@@ -107,8 +118,9 @@ class AttributeIndex:
         self._names(self.entities, entity_vecs, threshold, scores, max_df)
         if location_vec is not None:
             self._names(self.locations, [location_vec], threshold, scores, max_df)
-        qs, qe = _ordinal(c.time_start), _ordinal(c.time_end or c.time_start)
-        if qs is not None and qe is not None:
+        days = query_days(c)
+        if days is not None:
+            qs, qe = days
             lo = int(np.searchsorted(self._start_sorted, qs - self._max_len, side="left"))
             hi = int(np.searchsorted(self._start_sorted, qe, side="right"))
             cand = self._order[lo:hi]

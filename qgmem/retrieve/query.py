@@ -2,31 +2,24 @@
 
 Two paths give the same `QueryConstraints`: a rule parser (CPU default, no LLM) and an LLM prompt
 returning JSON. Both resolve relative time expressions ("last May", "two weeks ago") against the
-question time, so the attribute channel can match intervals against unit fact times.
+question time; the rule parser uses `qgmem.timex`, the resolver that gives memory units their fact
+times, so a question and a unit that use the same words get the same interval.
 """
 
 from __future__ import annotations
 
-import calendar
 import re
 from dataclasses import dataclass, field
-from datetime import date, timedelta
 from importlib import resources
 from typing import Any
 
 from qgmem.llm.base import ChatBackend, LLMError
+from qgmem.timex import MONTHS, parse_ref, resolve_time
+from qgmem.words import load_words
 
-MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
-MONTHS.update({m.lower(): i for i, m in enumerate(calendar.month_abbr) if m})
-_FULL_MONTHS = "|".join(m.lower() for m in calendar.month_name if m)
-NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-             "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "several": 3}
-_STOP_CAPS = {"what", "when", "where", "who", "whom", "whose", "which", "why", "how", "is", "are", "was", "were",
-              "did", "does", "do", "has", "have", "had", "can", "could", "would", "should", "will", "i", "the",
-              "a", "an", "in", "on", "at", "and", "or", "if", "my", "me", "according", "besides", "after",
-              "before", "during", "since", "last", "next", "this", "that", "these", "those", "yes", "no",
-              "considering", "based", "given", "apart", "other", "also", "both", "between", "while", "any",
-              "some", "for", "from", "to", "of", "with", "about", "as", "by", "not", "it", "its", "so"}
+
+# capitalised words of a question that are not names ("What", "According", "Last")
+_STOP_CAPS = load_words("query_stop_caps")
 _LOC_PREP = re.compile(r"\b(?:in|at|near|around|visit(?:ed|ing)?|moved to|trip to|travel(?:led|ed)? to)\s+((?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+)*)")
 _CAP_SEQ = re.compile(r"\b([A-Z][\w'-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w'-]*)*)")
 
@@ -40,101 +33,10 @@ class QueryConstraints:
     time_start: str | None = None
     time_end: str | None = None
     source: str = "rule"  # "rule" | "llm" | "rule-fallback" (LLM reply unusable; counted)
+    time_grain: str = "day"  # the unit the time expression counts in ("two weeks ago": "week"); see timex
 
     def empty(self) -> bool:
         return not self.entities and not self.location and not self.time_start
-
-
-def _parse_day(s: str | None) -> date | None:
-    if not s:
-        return None
-    try:
-        return date.fromisoformat(s[:10])
-    except ValueError:
-        return None
-
-
-def _month_span(y: int, m: int) -> tuple[date, date]:
-    return date(y, m, 1), date(y, m, calendar.monthrange(y, m)[1])
-
-
-def _shift_months(d: date, months: int) -> date:
-    y, m = divmod(d.month - 1 + months, 12)
-    y += d.year
-    return date(y, m + 1, min(d.day, calendar.monthrange(y, m + 1)[1]))
-
-
-def resolve_time(text: str, now: date | None) -> tuple[date, date] | None:
-    """The date interval a time expression in `text` names, relative ones resolved against `now`."""
-    t = text.lower()
-    # explicit "May 7, 2023" / "7 May 2023"
-    m = re.search(r"\b(\d{1,2})\s+(" + "|".join(MONTHS) + r")\.?,?\s+(\d{4})\b", t)
-    if m:
-        y, mon, day = int(m.group(3)), MONTHS[m.group(2)], int(m.group(1))
-        if _valid(y, mon, day):
-            return date(y, mon, day), date(y, mon, day)
-    m = re.search(r"\b(" + "|".join(MONTHS) + r")\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", t)
-    if m and _valid(int(m.group(3)), MONTHS[m.group(1)], int(m.group(2))):
-        d = date(int(m.group(3)), MONTHS[m.group(1)], int(m.group(2)))
-        return d, d
-    m = re.search(r"\b(" + "|".join(MONTHS) + r")\.?,?\s+(\d{4})\b", t)
-    if m:
-        return _month_span(int(m.group(2)), MONTHS[m.group(1)])
-    m = re.search(r"\b(?:in|during|since|of)\s+((?:19|20)\d{2})\b", t)
-    if m:
-        y = int(m.group(1))
-        return date(y, 1, 1), date(y, 12, 31)
-    if now is None:
-        return None
-    if re.search(r"\byesterday\b", t):
-        d = now - timedelta(days=1)
-        return d, d
-    if re.search(r"\btoday\b", t):
-        return now, now
-    m = re.search(r"\b(\d+|" + "|".join(NUM_WORDS) + r")\s+(day|week|month|year)s?\s+ago\b", t)
-    if m:
-        n = int(m.group(1)) if m.group(1).isdigit() else NUM_WORDS[m.group(1)]
-        unit = m.group(2)
-        if unit == "day":
-            d = now - timedelta(days=n)
-            return d, d
-        if unit == "week":
-            d = now - timedelta(weeks=n)
-            return d - timedelta(days=3), d + timedelta(days=3)
-        if unit == "month":
-            d = _shift_months(now, -n)
-            return _month_span(d.year, d.month)
-        return date(now.year - n, 1, 1), date(now.year - n, 12, 31)
-    m = re.search(r"\b(last|this|next)\s+(week|month|year|weekend)\b", t)
-    if m:
-        rel, unit = m.groups()
-        step = {"last": -1, "this": 0, "next": 1}[rel]
-        if unit in ("week", "weekend"):
-            start = now - timedelta(days=now.weekday()) + timedelta(weeks=step)
-            return (start + timedelta(days=5), start + timedelta(days=6)) if unit == "weekend" else (start, start + timedelta(days=6))
-        if unit == "month":
-            d = _shift_months(now.replace(day=1), step)
-            return _month_span(d.year, d.month)
-        return date(now.year + step, 1, 1), date(now.year + step, 12, 31)
-    m = re.search(r"\b(last|this|next)\s+(" + _FULL_MONTHS + r")\b", t)
-    if m:
-        rel, mon = m.group(1), MONTHS[m.group(2)]
-        y = now.year
-        if rel == "last":
-            y = now.year if mon < now.month else now.year - 1
-        elif rel == "next":
-            y = now.year if mon > now.month else now.year + 1
-        return _month_span(y, mon)
-    m = re.search(r"\bin\s+(" + _FULL_MONTHS + r")\b", t)
-    if m:
-        mon = MONTHS[m.group(1)]
-        y = now.year if mon <= now.month else now.year - 1
-        return _month_span(y, mon)
-    return None
-
-
-def _valid(y: int, m: int, d: int) -> bool:
-    return 1 <= d <= calendar.monthrange(y, m)[1]
 
 
 def parse_rule(question: str, question_time: str | None = None, known_entities: list[str] | None = None) -> QueryConstraints:
@@ -160,11 +62,11 @@ def parse_rule(question: str, question_time: str | None = None, known_entities: 
             el = e.lower()
             if len(el) > 2 and re.search(r"(?<!\w)" + re.escape(el) + r"(?!\w)", low):
                 ents.setdefault(e, None)
-    span = resolve_time(question, _parse_day(question_time))
+    span = resolve_time(question, question_time)
     return QueryConstraints(
         entities=list(ents), location=loc,
-        time_start=span[0].isoformat() if span else None, time_end=span[1].isoformat() if span else None,
-        source="rule",
+        time_start=span.start if span else None, time_end=span.end if span else None,
+        source="rule", time_grain=span.grain if span else "day",
     )
 
 
@@ -183,7 +85,7 @@ def _validate(value: Any) -> QueryConstraints:
     loc = value.get("location") or None
     ts, te = value.get("time_start") or None, value.get("time_end") or None
     for name, v in (("time_start", ts), ("time_end", te)):
-        if v is not None and _parse_day(str(v)) is None:
+        if v is not None and parse_ref(str(v)) is None:
             raise ValueError(f"'{name}' must be an ISO date YYYY-MM-DD or null, got {v!r}")
     if ts and not te:
         te = ts
