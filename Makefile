@@ -23,6 +23,7 @@ demo: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python evaluate.py --config configs/eval/locomo_cpu.yaml
 
 test: setup
+	$(BIN)/lint-imports --no-cache
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 test-slow: setup

@@ -7,8 +7,12 @@ from pathlib import Path
 
 
 def data_dir() -> Path:
-    """Benchmark data directory: $QGMEM_DATA_DIR, else ./data."""
-    return Path(os.environ.get("QGMEM_DATA_DIR", "data")).expanduser()
+    """Benchmark data directory: $QGMEM_DATA_DIR, else ../shared/data when it exists (the layout of a
+    checkout beside the shared data), else ./data."""
+    if os.environ.get("QGMEM_DATA_DIR"):
+        return Path(os.environ["QGMEM_DATA_DIR"]).expanduser()
+    shared = Path("..") / "shared" / "data"
+    return shared if shared.is_dir() else Path("data")
 
 
 def cache_dir() -> Path:

@@ -149,6 +149,57 @@ def test_kill_and_resume_matches_uninterrupted(tiny_setup, tmp_path):
     assert la == lb
 
 
+@pytest.mark.parametrize("dies_at", [1, 2])
+def test_a_kill_during_the_checkpoint_swap_never_restarts_from_step_0(tiny_setup, tmp_path, monkeypatch, dies_at):
+    """Killed after `last` became `last.old` (1) or after `last.tmp` became `last` but before `last.old`
+    was removed (2): the next run resumes from the newest complete copy, step 10."""
+    import shutil
+
+    llm_dir, prepared = tiny_setup
+    out = tmp_path / "run"
+    common = ("optim.max_steps=12", "eval.test=false")
+    train(_cfg(llm_dir, prepared, out, *common, "stop_after_steps=5"))
+    _reset_accelerate()
+
+    class Killed(Exception):
+        pass
+
+    calls = {"rename": 0}
+    real_rename, real_rmtree = Path.rename, shutil.rmtree
+
+    def rename(self, target):
+        if self.name == "last.tmp" and dies_at == 1:
+            raise Killed()
+        return real_rename(self, target)
+
+    def rmtree(path, *a, **kw):
+        if Path(path).name == "last.old" and Path(path).exists() and dies_at == 2:
+            calls["rename"] += 1
+            raise Killed()
+        return real_rmtree(path, *a, **kw)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    with pytest.raises(Killed):
+        train(_cfg(llm_dir, prepared, out, *common, "stop_after_steps=10", "save_every=10"))
+    monkeypatch.undo()
+    _reset_accelerate()
+    rep = train(_cfg(llm_dir, prepared, out, *common))
+    assert rep["resumed_from"] == [5, 10] and rep["steps"] == 12  # the second run resumed at 5, this one at 10
+
+
+def test_checkpoints_none_of_which_is_complete_are_an_error_not_a_fresh_start(tiny_setup, tmp_path):
+    from qgmem.training.checkpoint import COMPLETE, CheckpointError
+
+    llm_dir, prepared = tiny_setup
+    out = tmp_path / "run"
+    train(_cfg(llm_dir, prepared, out, "optim.max_steps=6", "eval.test=false", "stop_after_steps=5"))
+    _reset_accelerate()
+    (out / "last" / COMPLETE).unlink()
+    with pytest.raises(CheckpointError, match="none is complete"):
+        train(_cfg(llm_dir, prepared, out, "optim.max_steps=6", "eval.test=false"))
+
+
 def test_gradient_accumulation_matches_large_batch(tiny_setup, tmp_path):
     """2 micro-batches of 2 accumulate to exactly one batch of 4 (equal answer lengths, dropout off)."""
     llm_dir, prepared = tiny_setup

@@ -2,9 +2,14 @@
 
 ``last/`` holds the optimizer, scheduler and RNG states (`accelerate.save_state`), the step and
 data position (``trainer_state.json``) and only the trainable weights (``trainable.safetensors``:
-the frozen LLM is never copied). It is written into ``last.tmp`` and swapped in, so a kill leaves
-either the old or the new checkpoint. ``best/`` is a `GraphTokenLM.save_pretrained` folder, the
-one inference loads. Only the main process writes.
+the frozen LLM is never copied). ``best/`` is a `GraphTokenLM.save_pretrained` folder, the one
+inference loads. Only the main process writes the model files.
+
+Both are written into ``<name>.tmp``; when every process has finished writing (a barrier) the main
+process adds a ``COMPLETE`` marker and swaps: ``<name>`` -> ``<name>.old``, ``<name>.tmp`` -> ``<name>``,
+then removes ``<name>.old``. A kill at any point leaves at least one complete copy among the three
+folders; `find_complete` picks the newest, and a folder of checkpoints none of which is complete is
+an error, never a silent restart from step 0.
 """
 
 from __future__ import annotations
@@ -14,8 +19,49 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from qgmem.errors import UserError
+
 TRAINABLE = "trainable.safetensors"
 STATE = "trainer_state.json"
+COMPLETE = "COMPLETE"
+
+
+class CheckpointError(RuntimeError, UserError):
+    """Checkpoint folders that cannot be resumed from as they are."""
+
+
+def _swap_in(out: Path, name: str) -> None:
+    """Mark ``<name>.tmp`` complete and put it in place of ``<name>`` (kill-safe; main process only)."""
+    tmp, final, old = out / f"{name}.tmp", out / name, out / f"{name}.old"
+    (tmp / COMPLETE).write_text("")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def find_complete(out: Path, name: str) -> Path | None:
+    """The complete copy of checkpoint `name` (``last`` or ``best``) to load: ``<name>`` when complete,
+    else the newest complete one of ``<name>.tmp`` / ``<name>.old`` left by a kill during a swap.
+    Raises CheckpointError when copies exist but none is complete."""
+    cands = [out / name, out / f"{name}.tmp", out / f"{name}.old"]
+    done = [d for d in cands if (d / COMPLETE).exists()]
+    if not done:
+        if name == "last" and any((d / STATE).exists() for d in cands):
+            raise CheckpointError(f"{out}: {name} checkpoints exist but none is complete; "
+                                  "delete them to start again, or set resume=false")
+        return None
+    if (out / name) in done:
+        return out / name
+
+    def step(d: Path) -> int:
+        try:
+            return int(json.loads((d / STATE).read_text()).get("step", -1))
+        except (OSError, ValueError):
+            return -1
+
+    return max(done, key=step)
 
 
 def trainable_state(model: Any) -> dict[str, Any]:
@@ -30,12 +76,13 @@ def skip_frozen_weights(accelerator: Any) -> None:
     accelerator.register_load_state_pre_hook(lambda models, input_dir: models.clear())
 
 
-def has_last(out: Path) -> bool:
-    return (out / "last" / STATE).exists()
+def find_last(out: Path) -> Path | None:
+    """The checkpoint a resumed run continues from, or None for a fresh run."""
+    return find_complete(out, "last")
 
 
 def save_last(accelerator: Any, model: Any, out: Path, state: dict[str, Any]) -> None:
-    """Write `out/last` atomically: everything into last.tmp, then swap (main process only)."""
+    """Write `out/last`: every process into last.tmp, a barrier, then the main process swaps it in."""
     from safetensors.torch import save_file
 
     tmp = out / "last.tmp"
@@ -43,15 +90,11 @@ def save_last(accelerator: Any, model: Any, out: Path, state: dict[str, Any]) ->
         shutil.rmtree(tmp, ignore_errors=True)
     accelerator.wait_for_everyone()
     accelerator.save_state(str(tmp))  # optimizer, scheduler, RNG of every process, accelerator step
+    accelerator.wait_for_everyone()  # every rank's RNG file is written before the swap
     if accelerator.is_main_process:
         save_file(trainable_state(accelerator.unwrap_model(model)), str(tmp / TRAINABLE))
         (tmp / STATE).write_text(json.dumps(state, indent=2))
-        last, old = out / "last", out / "last.old"
-        shutil.rmtree(old, ignore_errors=True)
-        if last.exists():
-            last.rename(old)
-        tmp.rename(last)
-        shutil.rmtree(old, ignore_errors=True)
+        _swap_in(out, "last")
     accelerator.wait_for_everyone()
 
 
@@ -72,14 +115,15 @@ def load_last(accelerator: Any, model: Any, last: Path) -> dict[str, Any]:
 
 
 def save_best(accelerator: Any, model: Any, out: Path, metrics: dict[str, Any]) -> None:
-    """Replace `out/best` with the current model (`save_pretrained`) and its validation metrics."""
+    """Replace `out/best` with the current model (`save_pretrained`) and its validation metrics; the
+    old best stays until the new one is complete."""
     if accelerator.is_main_process:
         tmp = out / "best.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         accelerator.unwrap_model(model).save_pretrained(str(tmp))
         (tmp / "val_metrics.json").write_text(json.dumps(metrics, indent=2))
-        shutil.rmtree(out / "best", ignore_errors=True)
-        tmp.rename(out / "best")
+        (tmp / STATE).write_text(json.dumps({"step": metrics.get("step", -1)}))
+        _swap_in(out, "best")
     accelerator.wait_for_everyone()
 
 
@@ -87,7 +131,8 @@ def load_best_weights(model: Any, out: Path) -> bool:
     """Copy the trainable weights of `out/best` into `model` (unwrapped); False when there is none."""
     from safetensors.torch import load_file
 
-    best = out / "best" / "model.safetensors"
+    found = find_complete(out, "best")
+    best = found / "model.safetensors" if found is not None else out / "best" / "model.safetensors"
     if not best.exists():
         return False
     params = dict(model.named_parameters())

@@ -193,10 +193,11 @@ def setup(cfg: TrainConfig) -> Run:
               val_ds.examples(), val_ds.golds(), test_ds, meta, total_steps, params,
               state={"step": 0, "epoch": 0, "micro_in_epoch": 0, "best": None, "history": [],
                      "train_seconds": 0.0, "resumed_from": []})
-    if cfg.resume and ckpt.has_last(run.out):
-        run.state = ckpt.load_last(accelerator, model, run.out / "last")
+    last = ckpt.find_last(run.out) if cfg.resume else None
+    if last is not None:
+        run.state = ckpt.load_last(accelerator, model, last)
         run.state["resumed_from"].append(run.state["step"])
-        run.log(f"resumed from {run.out / 'last'}: step {run.state['step']}, epoch {run.state['epoch']}, "
+        run.log(f"resumed from {last}: step {run.state['step']}, epoch {run.state['epoch']}, "
                 f"batch {run.state['micro_in_epoch']}")
     if accelerator.is_main_process:
         run.out.mkdir(parents=True, exist_ok=True)
