@@ -325,7 +325,9 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
         else None
     emb_before = est.seconds
     new_units, traces = build_traces(units, claim, relation, objects, cfg.traces, roles_fn)
-    store.put_traces(ns, traces, new_units)
+    changed = [n for o, n in zip(units, new_units) if (o.trace_id, o.trace_role, o.superseded) !=
+               (n.trace_id, n.trace_role, n.superseded)]  # only these units' stored records change
+    store.put_traces(ns, traces, changed)
     store.clear_done(ns, "traces@")
     store.mark_done(ns, key)
     store.mark_done(ns, TRACES_DONE)
