@@ -35,6 +35,7 @@ from qgmem.graph.local_graph import GraphConfig, feature_dims
 from qgmem.io import append_jsonl, atomic_write_json, read_jsonl
 from qgmem.model.inputs import InputConfig, build_example
 from qgmem.retrieve.config import RetrievalConfig
+from qgmem.training.answer_filter import AnswerFilterConfig, filter_counts
 from qgmem.training.config import resolve_config_path
 from qgmem.training.prepared import SPLITS, example_record, load_prepared, save_prepared
 from qgmem.types import Conversation, Question
@@ -65,6 +66,9 @@ class PrepareConfig:
     text_with_graph: bool = False  # also write the graph as text triples into the memory text
     graph: GraphConfig = field(default_factory=GraphConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    # keep only the train cases the frozen model answers correctly with the text method (paper setting;
+    # val/test are never filtered, see qgmem/training/answer_filter.py)
+    answer_filter: AnswerFilterConfig = field(default_factory=AnswerFilterConfig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +188,7 @@ def _drop_torn_tail(path: Path) -> None:
 
 
 def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list[Conversation] | None = None,
-                    progress: bool = True) -> dict[str, Any]:
+                    progress: bool = True, answer_backend: Any = None) -> dict[str, Any]:
     """Build (or finish building) the prepared set in `out_dir`; returns the meta written to prepare_meta.json."""
     from tqdm import tqdm
 
@@ -215,18 +219,27 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
         store = MemoryStore(out / "store")
         embedder = get_embedder(cfg.retrieval.embedder)
         retriever = QGMemRetriever(store, cfg.retrieval)
+        judge = None
+        if cfg.answer_filter.enabled:
+            from qgmem.training.answer_filter import AnswerFilter
+
+            judge = AnswerFilter(cfg.answer_filter, answer_backend)
         for conv in tqdm(todo, desc="prepare", unit="conv", disable=not progress):
             qs = kept_questions(conv, cfg)
             rows: list[dict[str, Any]] = []
+            flags: list[bool] = []
             if qs:
                 small = cut_turns(reduce_sessions(conv, qs, cfg.max_sessions, cfg.seed), cfg.max_turn_chars)
                 retriever.build(small)
-                for q in qs:
-                    q = dataclasses.replace(q, conversation_id=q.conversation_id or conv.id)
-                    rows.append(prepare_question(retriever, embedder, q, cfg, splits[conv.id]))
+                qs = [dataclasses.replace(q, conversation_id=q.conversation_id or conv.id) for q in qs]
+                rows = [prepare_question(retriever, embedder, q, cfg, splits[conv.id]) for q in qs]
+                if judge is not None and splits[conv.id] == "train":  # never val/test
+                    flags = judge.keep([(q, retriever.activate(q, k=cfg.retrieval.k)) for q in qs])
+                    rows = [r for r, ok in zip(rows, flags) if ok]
             # one line per conversation: a kill mid-write leaves a torn line, which resume redoes
             append_jsonl(out / "examples.jsonl", [{"conversation_id": conv.id, "split": splits[conv.id],
-                                                   "examples": rows}])
+                                                   "examples": rows, "filter_checked": len(flags),
+                                                   "filter_dropped": flags.count(False)}])
         done = _done_log(out)
     return _finalize(cfg, out, selected, splits, done)
 
@@ -259,6 +272,8 @@ def _finalize(cfg: PrepareConfig, out: Path, selected: list[Conversation], split
             by_split[splits[conv.id]].append(r)
     node_dim, edge_dim = feature_dims(cfg.graph, _embed_dim(by_split, cfg))
     extra = {"conversations": {s: sorted(c for c, sp in splits.items() if sp == s) for s in SPLITS}}
+    if cfg.answer_filter.enabled:
+        extra["answer_filter"] = {**filter_counts(done), "split": "train", "model": cfg.answer_filter.llm.model}
     return save_prepared(by_split, out, to_dict(cfg), node_dim, edge_dim, extra)
 
 
@@ -320,4 +335,7 @@ def run(args: argparse.Namespace) -> int:
     for s in SPLITS:
         print(f"{s:<8}{meta['counts'][s]:>10}{len(meta['conversations'][s]):>15}")
     print(f"graphs: node dim {meta['node_dim']}, edge dim {meta['edge_dim']}, empty {meta['empty_graphs']}")
+    if "answer_filter" in meta:
+        af = meta["answer_filter"]
+        print(f"answer filter ({af['model']}): kept {af['kept']} of {af['checked']} train cases, dropped {af['dropped']}")
     return 0

@@ -36,6 +36,7 @@ from qgmem.config import dump_yaml, to_dict
 from qgmem.training import checkpoint as ckpt
 from qgmem.training.config import ModelConfig, TrainConfig, load_train_config, validate_config
 from qgmem.training.examples import EpochSampler, ExampleDataset
+from qgmem.training.memory import estimate_only, preflight
 from qgmem.training.validate import F1_DEFINITION, eval_generate, eval_loss, fmt, report_table, test_report
 
 
@@ -167,6 +168,7 @@ def setup(cfg: TrainConfig) -> Run:
     set_seed(o.seed)
     log = (lambda *a: print(*a, flush=True)) if accelerator.is_main_process else (lambda *a: None)
     meta, train_ds, val_ds, test_ds = load_data(cfg)
+    preflight(cfg, meta, log, accelerator.device)  # prints the memory estimate; refuses what cannot fit the GPU
     model = build_model(cfg, meta, log)
     params = count_parameters(model)
     log(f"parameters: trainable {params['trainable']:,} | frozen {params['frozen']:,} "
@@ -373,20 +375,17 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     return report
 
 
-# ---------------------------------------------------------------------------------------------
-# entry points
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="train YAML (configs/train/*.yaml)")
     parser.add_argument("--model-config", help="backbone YAML (configs/model/*.yaml): its model/encoder "
                         "sections replace the train config's; key=value overrides still apply last")
+    parser.add_argument("--estimate-only", action="store_true", help="print the per-GPU memory estimate and exit")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-4 output_dir=/tmp/run")
 
 
 def run(args: argparse.Namespace) -> int:
-    res = train(load_train_config(args.config, args.model_config, args.overrides))
-    return 0 if res else 1
+    cfg = load_train_config(args.config, args.model_config, args.overrides)
+    return estimate_only(cfg) if args.estimate_only else (0 if train(cfg) else 1)
 
 
 def main(argv: list[str] | None = None) -> int:
