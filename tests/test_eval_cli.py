@@ -104,3 +104,10 @@ def test_unreadable_data_is_one_line_and_the_run_is_marked_failed(tmp_path, caps
     (run,) = (tmp_path / "results" / "locomo").iterdir()
     meta = json.loads((run / "meta.json").read_text())
     assert meta["status"] == "failed" and "not UTF-8" in meta["error"]
+
+
+def test_negative_subset_counts_are_refused(tmp_path, capsys):
+    p = tmp_path / "neg.yaml"
+    p.write_text("benchmark: locomo\nmethods: [dense-turns]\n")
+    assert main(["--config", str(p), "subset.per_category=-5"]) == 2
+    assert "subset: counts must be whole numbers >= 0 (0 = all), got {'per_category': -5}" in capsys.readouterr().err

@@ -80,3 +80,32 @@ def test_unknown_ids_are_an_error_and_change_nothing(tmp_path, secret_conversati
     with pytest.raises(KeyError, match="no session 'S7'"):
         forget(store, "c1", session_id="S7")
     assert _memory(store, "c1") == before
+
+
+def test_forgetting_an_llm_window_deletes_its_cached_replies(tmp_path, secret_conversation) -> None:
+    """The LLM extraction request quotes the turn and the response cache keeps the reply: both go."""
+    import json
+    import re
+
+    from qgmem.llm import LLMConfig, make_backend
+
+    def reply(req) -> str:
+        new = re.findall(r"^\[([^\]]+)\] \[NEW\] (\w+): (.*)$", req.messages[0]["content"], re.M)
+        return json.dumps({"units": [{"claim": f"{s} said: {t}", "first_turn": i, "last_turn": i, "speaker": s,
+                                      "subject": s, "relation": "say", "object": "it", "entities": [],
+                                      "location": None, "fact_time_start": None, "fact_time_end": None}
+                                     for i, s, t in new]})
+
+    cache_dir = tmp_path / "llm-cache"
+    backend = make_backend(LLMConfig(backend="scripted", model="x", cache_dir=str(cache_dir)), replies=reply)
+    cfg = BuildConfig(extractor="llm", consolidation="rule", embedder="hash")
+    store = MemoryStore(tmp_path / "store")
+    build_memory(secret_conversation, "llm", llm=backend, store=store, config=cfg, embedder=HashEmbedder(dim=64))
+    assert _files_holding(cache_dir, SECRET), "the cached reply quotes the secret"
+    n_cached = len(backend)
+    forget(store, "c1", turn_ids=["D1:4"], llm=backend, embedder=HashEmbedder(dim=64))
+    store.close()
+    backend.close()
+    assert _files_holding(cache_dir, SECRET) == [] and _files_holding(tmp_path / "store", SECRET) == []
+    assert 0 < len(make_backend(LLMConfig(backend="scripted", model="x", cache_dir=str(cache_dir)), replies=reply)) \
+        <= n_cached, "the other windows' replies stay cached"

@@ -222,3 +222,23 @@ def test_forget_from_the_command_line(tmp_path, tiny_conversation, capsys) -> No
     assert main(["forget", "--store", str(tmp_path), "--namespace", "nobody"]) == 2
     with pytest.raises(StoreError):
         main(["forget", "--store", str(tmp_path), "--namespace", "nobody", "--debug"])
+
+
+def test_12_a_question_without_namespace_is_an_error_not_the_last_built_conversation(tmp_path, tiny_conversation) -> None:
+    from qgmem.retrieve.method import QGMemRetriever
+    from qgmem.types import Question
+
+    r = RetrievalConfig()
+    r.rerank.kind = "none"
+    retriever = QGMemRetriever(MemoryStore(tmp_path), r)
+    retriever.build(tiny_conversation)
+    with pytest.raises(ValueError, match="names no conversation"):
+        retriever.activate(Question("q", "Where does Alice work?", [], "1"))
+
+
+def test_10_non_utf8_benchmark_file_in_data_stats_is_one_line(tmp_path, capsys) -> None:
+    (tmp_path / "locomo").mkdir()
+    (tmp_path / "locomo" / "locomo10.json").write_bytes(b'[{"sample_id": "c\xff"}]')
+    assert main(["data", "stats", "locomo", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "locomo10.json" in err[0] and "not UTF-8 text" in err[0]

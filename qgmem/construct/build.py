@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from qgmem.config import from_dict, to_dict
+from qgmem.construct.cache_keys import forget_cache_entries, remember_cache_keys
 from qgmem.construct.extractor import Extractor, WindowResult
 from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected_summary
 from qgmem.construct.report import BuildReport, PhaseStats, usage_delta, usage_snapshot
@@ -246,6 +247,7 @@ def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None,
     current = set(keys)
     done = {k for k in store.done_keys(ns) if k.startswith("extract:")}
     stale = sorted((set(store.unit_sources(ns)) | done) - current)
+    forget_cache_entries(store, ns, stale)
     report.dropped_units += store.drop_sources(ns, stale)
     positions = {w.key for w in windows}
     changed = {k[len("extract:"):].split("@")[0] for k in stale}
@@ -264,6 +266,7 @@ def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None,
     key_of = {w.key: k for w, k in todo}
     t0, before = time.perf_counter(), usage_snapshot(llm)
     for res in ex.run([w for w, _ in todo], ns, speakers):
+        remember_cache_keys(store, ns, llm, res.requests, key_of[res.window.key])
         _commit_window(store, ns, res, key_of[res.window.key], st, report)
         if progress:
             progress(1)

@@ -20,6 +20,7 @@ class WindowResult:
     raw: str | None = None
     rejected: list[dict[str, Any]] = field(default_factory=list)  # {"unit": ..., "reason": ...}
     attempts: int = 0
+    requests: list[Any] = field(default_factory=list)  # the LLM requests sent (their cached replies quote the window)
 
 
 class Extractor(Protocol):

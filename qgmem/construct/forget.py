@@ -3,14 +3,16 @@
 Deleting is a promise that the text is gone, not hidden: the conversation record is rewritten without
 it, the build drops every unit whose window held it (context turns included) and re-extracts those
 windows from what remains, traces are recomputed, the retrieval caches and other derived records of the
-namespace (whose keys or payloads may quote the text) are dropped to be rebuilt on demand, and the
-database is compacted so no old page keeps a copy.
+namespace (whose keys or payloads may quote the text) are dropped to be rebuilt on demand, the LLM
+replies cached for the windows that held it are deleted from the response cache, and the database is
+compacted so no old page keeps a copy.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from qgmem.construct.cache_keys import PREFIX, all_sources, forget_cache_entries
 from qgmem.construct.build import BuildConfig, build_memory, stored_config
 from qgmem.construct.report import BuildReport
 from qgmem.llm.base import ChatBackend
@@ -46,12 +48,14 @@ def forget(store: MemoryStore, namespace: str, session_id: str | None = None, tu
     report = BuildReport()
     with store.writer():
         if session_id is None and not turn_ids:
+            forget_cache_entries(store, namespace, all_sources(store, namespace))
             store.delete_namespace(namespace)
             return report
         conv = without(store.get_conversation(namespace), session_id, turn_ids)
         store.drop_embeddings(namespace, keep=("claim",))
-        store.drop_records(namespace)
+        store.drop_records(namespace, keep_prefix=PREFIX)  # the build below forgets the cached replies
         if not conv.sessions:
+            forget_cache_entries(store, namespace, all_sources(store, namespace))
             store.delete_namespace(namespace)
             return report
         cfg = config or stored_config(store, namespace) or BuildConfig()

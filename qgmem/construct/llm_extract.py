@@ -164,7 +164,10 @@ class LLMExtractor:
         for attempt in range(max(1, self.config.max_attempts)):
             if not pending:
                 break
-            replies = self.backend.complete_many([self._request(convos[i]) for i in pending], phase=PHASE)
+            sent = [self._request(convos[i]) for i in pending]
+            for i, req in zip(pending, sent):
+                results[i].requests.append(req)
+            replies = self.backend.complete_many(sent, phase=PHASE)
             retry: list[int] = []
             for i, rep in zip(pending, replies):
                 r = results[i]

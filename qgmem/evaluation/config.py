@@ -36,6 +36,12 @@ class SubsetConfig:
     def __post_init__(self) -> None:
         if self.conversation_sample not in ("first", "seeded"):
             raise ConfigError(f"subset.conversation_sample: {self.conversation_sample!r}; use 'first' or 'seeded'")
+        counts = {"max_conversations": self.max_conversations, "per_category": self.per_category,
+                  "max_questions": self.max_questions,
+                  **{f"per_category_overrides.{k}": v for k, v in self.per_category_overrides.items()}}
+        bad = {k: v for k, v in counts.items() if not isinstance(v, int) or v < 0}
+        if bad:
+            raise ConfigError(f"subset: counts must be whole numbers >= 0 (0 = all), got {bad}")
 
 
 @dataclass

@@ -61,6 +61,22 @@ def backend_identity(backend: ChatBackend) -> str:
     return ident
 
 
+def forget_keys(path: str | Path, keys: list[str]) -> int:
+    """Delete cached replies by key from the cache file at `path` (overwriting them on disk); returns
+    how many went. A missing file has nothing to forget."""
+    path = Path(path)
+    if not keys or not path.exists():
+        return 0
+    db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+    try:
+        db.execute("PRAGMA secure_delete=ON")
+        n = sum(db.execute("DELETE FROM responses WHERE key=?", (k,)).rowcount for k in keys)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return n
+    finally:
+        db.close()
+
+
 class CachedBackend(ChatBackend):
     """Wraps any backend; `.usage` counts every call (hits flagged cached), `.inner.usage` only misses."""
 
@@ -115,6 +131,10 @@ class CachedBackend(ChatBackend):
                 (key, self.model, res.text, res.prompt_tokens, res.completion_tokens, res.seconds,
                  res.finish_reason, time.time()),
             )
+
+    def keys_for(self, requests: list[ChatRequest]) -> list[str]:
+        """The cache keys of `requests` (what a forget must delete when their content is forgotten)."""
+        return [request_key(self.identity, r) for r in requests if self.cacheable(r)]
 
     def __len__(self) -> int:
         with self._lock:
