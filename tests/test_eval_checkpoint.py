@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import REDUCED
 
+from test_pipeline import tiny_checkpoint  # noqa: F401 - fixture: a saved tiny graph-token checkpoint
+
 from qgmem.config import ConfigError, load_config, read_yaml
 from qgmem.evaluation.config import EvalConfig
 from qgmem.io import read_jsonl
@@ -73,3 +75,26 @@ def test_evaluate_locomo_checkpoint_config_end_to_end_on_cpu(tmp_path, data_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["methods"]["qgmem-graph-token"]["overall"]["answer_failed"] == 0
     print(f"\nevaluate.py locomo_checkpoint: {len(recs)} questions in {wall:.0f} s\n{e.stdout[-2500:]}")
+
+
+def test_graph_token_method_answers_from_the_working_memory_the_run_recorded(tmp_path, tiny_checkpoint,
+                                                                             tiny_conversation) -> None:
+    """The run records `activate`'s working memory; the answer must come from that one, without a second
+    retrieval (which costs a query and could differ from what is recorded)."""
+    from qgmem.methods import make_method
+    from qgmem.model.inputs import build_example
+
+    m = make_method("qgmem-graph-token", store=tmp_path / "store", checkpoint=str(tiny_checkpoint), device="cpu")
+    m.build(tiny_conversation)
+    q = tiny_conversation.questions[0]
+    wm = m.activate(q)
+    calls = []
+    real = m.pipeline.retriever.activate
+    m.pipeline.retriever.activate = lambda *a, **k: calls.append(1) or real(*a, **k)
+    wm.items = wm.items[:1]  # what the run recorded, here a one-item memory
+    raw, _, _ = m.answer(q, wm, max_tokens=6)
+    assert calls == []
+    pipe = m.pipeline
+    ex = build_example(wm, pipe.retriever.embedder.encode, pipe.inputs, embed_dim=pipe.retriever.embedder.dim)
+    assert raw == pipe.model.generate(pipe.model.make_collator(pipe.max_length, mode="generate")([ex]),
+                                      max_new_tokens=6)[0]
