@@ -118,15 +118,45 @@ def answer_messages(question: Question | str, memory_text: str, system: str | No
     return [{"role": "system", "content": system or DEFAULT_SYSTEM}, {"role": "user", "content": user}]
 
 
-def parse_answer(text: str) -> tuple[str, list[str]]:
-    """(answer, cited labels) from a model reply.
+@dataclass
+class Reply:
+    """A model reply read: the short answer, the labels it cites, and whether its reasoning was cut.
 
-    The answer is what follows the last "Answer:" (a reply without one is taken whole, minus any
-    reasoning block); labels are every [Mi] cited anywhere in the reply, first mention first.
+    ``reasoning_cut`` is True when the reply opens a ``<think>`` block it never closes (generation
+    stopped mid-reasoning, e.g. at ``max_tokens``): the reasoning is never taken as the answer.
     """
-    text = re.sub(r"<think>.*?</think>", "", text or "", flags=re.DOTALL).strip()
+
+    answer: str
+    labels: list[str]
+    reasoning_cut: bool = False
+
+
+_ANSWER_LINE = re.compile(r"(?im)^\W*(?:final\s+)?answer\s*[:：]\s*")
+
+
+def _strip_reasoning(text: str) -> tuple[str, bool]:
+    """`text` without reasoning: closed ``<think>...</think>`` blocks go; a ``</think>`` without its
+    opening (the template wrote ``<think>`` into the prompt) drops everything before it; an unclosed
+    ``<think>`` drops everything after it, except a final "Answer:" line written after it."""
+    text = re.sub(r"<think>.*?</think>", "", text or "", flags=re.DOTALL)
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    if "<think>" not in text:
+        return text.strip(), False
+    before, reasoning = text.split("<think>", 1)
+    tail = list(_ANSWER_LINE.finditer(reasoning))
+    kept = before + ("\n" + reasoning[tail[-1].start():] if tail else "")
+    return kept.strip(), True
+
+
+def parse_reply(text: str) -> Reply:
+    """Read a model reply: the answer is what follows the last "Answer:" line (a reply without one is
+    taken whole, minus any reasoning block); labels are every [Mi] cited outside reasoning, first
+    mention first. Truncated reasoning (an unclosed ``<think>``) never becomes the answer: without an
+    "Answer:" line after it the answer is empty and `Reply.reasoning_cut` says why."""
+    text, cut = _strip_reasoning(text)
     labels = list(dict.fromkeys(_LABEL_RE.findall(text)))
-    matches = list(re.finditer(r"(?im)^\W*(?:final\s+)?answer\s*[:：]\s*", text))
+    matches = list(_ANSWER_LINE.finditer(text))
     if matches:
         ans = text[matches[-1].end():].strip().splitlines()[0] if text[matches[-1].end():].strip() else ""
     else:
@@ -135,7 +165,17 @@ def parse_answer(text: str) -> tuple[str, list[str]]:
     ans = _LABEL_RE.sub("", ans)
     ans = re.sub(r"\(\s*\)|\s+", " ", ans).strip().strip("*").strip()
     ans = re.sub(r"\s+([.,;:!?])", r"\1", ans).rstrip(" .")
-    return ans, labels
+    return Reply(ans, labels, cut)
+
+
+def parse_answer(text: str) -> tuple[str, list[str]]:
+    """(answer, cited labels) of `parse_reply`; an unclosed ``<think>`` gives an empty answer."""
+    r = parse_reply(text)
+    return r.answer, r.labels
+
+
+REASONING_CUT = ("reasoning cut off: the reply opens <think> and never closes it, with no 'Answer:' line; "
+                 "raise answer.max_tokens or switch thinking off (chat_template_kwargs: {enable_thinking: false})")
 
 
 @dataclass
@@ -150,6 +190,14 @@ class Answer:
     error: str | None = None  # the LLMError text when generation failed after retries
     cached: bool = False  # answered from the response cache
     memory_truncated: bool = False  # the memory text was cut to the context budget
+    reasoning_cut: bool = False  # the reply's <think> block was never closed (see `parse_reply`)
+
+
+def _read(raw: str) -> tuple[str, list[str], bool, str | None]:
+    """(prediction, cited, reasoning_cut, error) of a reply: cut reasoning with no answer is an error,
+    so the runner counts it as a failed answer (scored 0, never judged) instead of scoring noise."""
+    r = parse_reply(raw)
+    return r.answer, r.labels, r.reasoning_cut, (REASONING_CUT if r.reasoning_cut and not r.answer else None)
 
 
 def cap_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
@@ -191,9 +239,9 @@ def generate_answers(method: MemoryMethod, batch: list[tuple[Question, WorkingMe
         if isinstance(res, LLMError):
             out.append(Answer("", "", [], text, 0, 0, wall, error=str(res), memory_truncated=cut))
             continue
-        ans, cited = parse_answer(res.text)
-        out.append(Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, wall,
-                          cached=bool(res.cached), memory_truncated=cut))
+        ans, cited, rcut, err = _read(res.text)
+        out.append(Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, wall, error=err,
+                          cached=bool(res.cached), memory_truncated=cut, reasoning_cut=rcut))
     return out
 
 
@@ -204,8 +252,8 @@ def generate_answer(method: MemoryMethod, question: Question, wm: WorkingMemory,
     t0 = time.perf_counter()
     if method.answers_itself:
         raw, pt, ct = method.answer(question, wm, max_tokens)
-        ans, cited = parse_answer(raw)
-        return Answer(ans, raw, cited, "", pt, ct, time.perf_counter() - t0)
+        ans, cited, rcut, err = _read(raw)
+        return Answer(ans, raw, cited, "", pt, ct, time.perf_counter() - t0, error=err, reasoning_cut=rcut)
     if backend is None:
         raise ValueError(f"method {method.name!r} answers through an LLM: give an answer backend")
     text, cut = cap_tokens(memory_text(method, wm, with_graph), max_context_tokens)
@@ -214,6 +262,6 @@ def generate_answer(method: MemoryMethod, question: Question, wm: WorkingMemory,
                            phase="generation")
     except LLMError as e:
         return Answer("", "", [], text, 0, 0, time.perf_counter() - t0, error=str(e), memory_truncated=cut)
-    ans, cited = parse_answer(res.text)
+    ans, cited, rcut, err = _read(res.text)
     return Answer(ans, res.text, cited, text, res.prompt_tokens, res.completion_tokens, time.perf_counter() - t0,
-                  cached=bool(res.cached), memory_truncated=cut)
+                  error=err, cached=bool(res.cached), memory_truncated=cut, reasoning_cut=rcut)

@@ -320,6 +320,12 @@ class GraphTokenMethod(MethodBase):
         return self.pipeline.working_memory(question)
 
     def answer(self, question: Question, wm: WorkingMemory, max_tokens: int) -> tuple[str, int, int]:
-        """(reply text, prompt tokens, completion tokens); the local model reports no token counts (0)."""
-        self.pipeline.max_new_tokens = max_tokens
-        return self.pipeline.answer(question).raw, 0, 0
+        """(reply text, prompt tokens, completion tokens) from the working memory the run activated (the
+        one it records), not a second retrieval; the local model reports no token counts (0)."""
+        from qgmem.model.inputs import build_example
+
+        pipe = self.pipeline
+        emb = pipe.retriever.embedder
+        example = build_example(wm, emb.encode, pipe.inputs, embed_dim=emb.dim)
+        batch = pipe.model.make_collator(pipe.max_length, mode="generate", system=pipe.system)([example])
+        return pipe.model.generate(batch, max_new_tokens=max_tokens)[0], 0, 0

@@ -132,3 +132,34 @@ def test_memory_text_is_cut_to_the_context_budget_and_flagged(tiny_conversation)
         user = srv.requests[0]["messages"][-1]["content"]
     assert ans.memory_truncated and count_tokens(ans.memory_text) <= 20 + 12
     assert "(memory cut here to fit the context budget)" in user
+
+
+@pytest.mark.parametrize("reply, answer, labels, cut", [
+    # truncated reasoning: never the answer, whatever its last line says
+    ("<think>\nThe memory says [M2] Alice works at Acme, so maybe the answer is Acme", "", [], True),
+    ("<think>\nAlice moved.\nAnswer: Globex [M1]", "Globex", ["M1"], True),  # an answer line after it is kept
+    ("<think>she moved [M3]</think>\nAnswer: Globex [M1]", "Globex", ["M1"], False),  # closed: dropped whole
+    # the template wrote <think> into the prompt, so the reply holds only its end
+    ("Alice left Acme [M2], so\n</think>\n\nAnswer: Globex", "Globex", [], False),
+    ("plain reply [M1]\nAnswer: Paris", "Paris", ["M1"], False),
+])
+def test_parse_reply_never_takes_unclosed_reasoning_as_the_answer(reply, answer, labels, cut):
+    from qgmem.answer import parse_answer, parse_reply
+
+    r = parse_reply(reply)
+    assert (r.answer, r.labels, r.reasoning_cut) == (answer, labels, cut)
+    assert parse_answer(reply) == (answer, labels)
+
+
+def test_cut_reasoning_is_a_counted_failed_answer_not_a_prediction(tmp_path, tiny_conversation):
+    """A Qwen3 reply stopped at max_tokens inside <think>: empty prediction, the error says why and
+    what to change, the run counts it as a failed answer."""
+    cut = "<think>\nOkay, the user asks where Alice works. Looking at the memory, Alice"
+    with OpenAIServer([cut]) as srv:
+        cfg = EvalConfig(methods=["full-context"], output_dir=str(tmp_path), bootstrap_resamples=50)
+        run_dir, summary = evaluate(cfg, [tiny_conversation], _backend(srv), show_progress=False)
+    recs = read_jsonl(run_dir / "predictions.jsonl")
+    assert recs and all(r["prediction"] == "" for r in recs)
+    assert all("reasoning cut off" in r["answer_error"] and "enable_thinking" in r["answer_error"] for r in recs)
+    overall = summary["methods"]["full-context"]["overall"]
+    assert overall["answer_failed"] == overall["n"] > 0

@@ -9,8 +9,15 @@ with the graph tokens. A tokenizer whose encode adds a BOS the template does not
 BOS prepended — never two (G-Retriever omits it for some models and doubles it for others).
 
 Training batches (``mode="train"``): prompt + answer + EOS, right padded, ``labels`` = -100
-everywhere but the answer and EOS. Generation batches (``mode="generate"``): prompt only, left
-padded, so every row's next token is at the last position.
+everywhere but the answer and EOS (``<|im_end|>`` for Qwen3, ``<|eot_id|>`` for Llama-3.1-Instruct:
+the token their templates close an assistant turn with). `end_of_turn_id` finds that token by
+rendering an assistant turn; generation stops on it as well as on EOS. Generation batches
+(``mode="generate"``): prompt only, left padded, so every row's next token is at the last position.
+
+Template keyword arguments (``template_kwargs``, default `DEFAULT_TEMPLATE_KWARGS`) go to every
+``apply_chat_template`` call: ``enable_thinking=False`` makes Qwen3's template write an empty
+``<think></think>`` block into the prompt, so the model answers without reasoning and the block is
+never supervised. Templates that do not use a keyword ignore it.
 """
 
 from __future__ import annotations
@@ -25,7 +32,24 @@ from torch_geometric.data import Batch, Data
 from qgmem.answer import answer_messages
 
 GRAPH_SENTINEL = "\u27e6qgmem-graph\u27e7"  # never produced by a tokenizer or a user
+ANSWER_SENTINEL = "\u27e6qgmem-answer\u27e7"
 IGNORE_INDEX = -100
+DEFAULT_TEMPLATE_KWARGS: dict[str, Any] = {"enable_thinking": False}  # Qwen3 answers without a <think> block
+
+
+def end_of_turn_id(tokenizer: Any, template_kwargs: dict[str, Any] | None = None) -> int | None:
+    """The special token the chat template writes right after an assistant message, or the
+    tokenizer's EOS when it writes none (or cannot render an assistant turn)."""
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": ANSWER_SENTINEL}]
+    try:
+        text = tokenizer.apply_chat_template(msgs, tokenize=False, **(template_kwargs or {}))
+    except Exception:  # noqa: BLE001 - a template that refuses this conversation: fall back to EOS
+        return tokenizer.eos_token_id
+    after = text.split(ANSWER_SENTINEL, 1)[1] if text.count(ANSWER_SENTINEL) == 1 else ""
+    ids = tokenizer(after.lstrip(" "), add_special_tokens=False)["input_ids"] if after.strip() else []
+    if ids and ids[0] in set(tokenizer.all_special_ids):
+        return int(ids[0])
+    return tokenizer.eos_token_id
 
 
 @dataclass
@@ -60,7 +84,7 @@ class GraphTokenCollator:
         self.system = system
         self.mode = mode
         self.answer_template = answer_template
-        self.template_kwargs = {"enable_thinking": False, **(template_kwargs or {})}
+        self.template_kwargs = {**DEFAULT_TEMPLATE_KWARGS, **(template_kwargs or {})}
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         if self.pad_id is None:
             raise ValueError("tokenizer has neither a pad nor an eos token")

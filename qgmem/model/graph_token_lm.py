@@ -28,7 +28,7 @@ from transformers.utils import ModelOutput
 from qgmem.model.encoder import EncoderConfig, GraphTokenEncoder
 from qgmem.graph.local_graph import GraphConfig
 from qgmem.io import atomic_write_json
-from qgmem.model.collate import IGNORE_INDEX, GraphTokenCollator
+from qgmem.model.collate import DEFAULT_TEMPLATE_KWARGS, IGNORE_INDEX, GraphTokenCollator, end_of_turn_id
 
 CONFIG_NAME = "qgmem_config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -69,8 +69,11 @@ class GraphTokenLM(nn.Module):
     def __init__(self, llm: Any, tokenizer: Any, enc_cfg: EncoderConfig, lora: dict[str, Any] | None = None,
                  *, graph_cfg: GraphConfig | None = None, base_model: str | None = None,
                  base_model_kwargs: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
-                 gradient_checkpointing: bool = False):
+                 gradient_checkpointing: bool = False, template_kwargs: dict[str, Any] | None = None):
         super().__init__()
+        # chat-template keywords of every prompt (e.g. Qwen3's enable_thinking=False); saved with the
+        # checkpoint so inference renders prompts the way training did
+        self.template_kwargs = {**DEFAULT_TEMPLATE_KWARGS, **(template_kwargs or {})}
         self.base_model = base_model or getattr(llm, "name_or_path", None) or getattr(llm.config, "_name_or_path", "")
         self.base_model_kwargs = dict(base_model_kwargs or {})
         self.tokenizer = tokenizer
@@ -127,6 +130,7 @@ class GraphTokenLM(nn.Module):
         return [p for p in self.parameters() if p.requires_grad]
 
     def make_collator(self, max_length: int = 2048, mode: str = "train", **kw: Any) -> GraphTokenCollator:
+        kw.setdefault("template_kwargs", self.template_kwargs)
         return GraphTokenCollator(self.tokenizer, self.num_graph_tokens, max_length, mode=mode, **kw)
 
     # -- embedding ---------------------------------------------------------------------------
@@ -197,8 +201,12 @@ class GraphTokenLM(nn.Module):
         return [s.strip() for s in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
 
     def _eos_ids(self) -> list[int]:
-        """The tokenizer's EOS plus any the model's generation config names (Llama 3, Qwen3 list several)."""
+        """The tokenizer's EOS, the template's end-of-turn token and any the model's generation config
+        names (Llama 3, Qwen3 list several)."""
         ids = [self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id is not None else []
+        eot = end_of_turn_id(self.tokenizer, self.template_kwargs)
+        if eot is not None and eot not in ids:
+            ids.append(int(eot))
         gc = getattr(self.llm, "generation_config", None)
         extra = getattr(gc, "eos_token_id", None) if gc is not None else None
         for i in ([extra] if isinstance(extra, int) else list(extra or [])):
@@ -214,6 +222,7 @@ class GraphTokenLM(nn.Module):
             "num_graph_tokens": self.num_graph_tokens, "encoder": dataclasses.asdict(self.enc_cfg),
             "graph": dataclasses.asdict(self.graph_cfg) if self.graph_cfg else None,
             "lora": self.lora, "use_graph": self.use_graph, "extra": self.extra,
+            "template_kwargs": self.template_kwargs,
         }
 
     def save_pretrained(self, directory: str | Path) -> Path:
@@ -271,7 +280,8 @@ class GraphTokenLM(nn.Module):
         if device is not None:
             llm = llm.to(device)
         model = cls(llm, tokenizer, enc_cfg, cfg.get("lora"), graph_cfg=graph_cfg,
-                    base_model=cfg.get("base_model"), base_model_kwargs=kwargs, extra=cfg.get("extra"))
+                    base_model=cfg.get("base_model"), base_model_kwargs=kwargs, extra=cfg.get("extra"),
+                    template_kwargs=cfg.get("template_kwargs"))
         if model.llm_hidden != cfg.get("llm_hidden", model.llm_hidden):
             raise ValueError(f"{cfg_path}: checkpoint was trained for LLM hidden size {cfg['llm_hidden']}, "
                              f"the given LLM has {model.llm_hidden}")
