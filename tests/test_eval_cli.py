@@ -111,3 +111,16 @@ def test_negative_subset_counts_are_refused(tmp_path, capsys):
     p.write_text("benchmark: locomo\nmethods: [dense-turns]\n")
     assert main(["--config", str(p), "subset.per_category=-5"]) == 2
     assert "subset: counts must be whole numbers >= 0 (0 = all), got {'per_category': -5}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", sorted(str(p) for p in
+                                        (__import__("pathlib").Path(__file__).parents[1] / "configs" / "eval").glob("*.yaml")))
+def test_every_shipped_eval_config_loads(path):
+    from qgmem.config import load_config, read_yaml
+    from qgmem.evaluation.config import EvalConfig
+    from qgmem.evaluation.retrieval import load_retrieval_config
+
+    if read_yaml(path).get("task", "qa") == "retrieval":
+        load_retrieval_config(path, [])
+    else:
+        load_config(EvalConfig, path, [])
