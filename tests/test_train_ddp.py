@@ -33,6 +33,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_BUDGET_S = 240  # per torchrun launch; two launches + the 1-process run stay well below 600 s
 DDP_TIMEOUT_S = 90  # a collective waiting longer fails the launch with an error, well within its budget
+STALL_TIMEOUT_S = 15  # the stuck-rank test: short, yet far above the skew between two ranks' set-up
+CONFIG = ROOT / "configs/train/smollm2_cpu.yaml"
 
 
 def _overrides(llm_dir: Path, prep: Path, out: Path, batch: int) -> list[str]:
@@ -59,18 +61,17 @@ def _kill_launch(proc: subprocess.Popen) -> None:
     psutil.wait_procs(procs, timeout=30)
 
 
-def _torchrun(args: list[str], log: Path) -> str:
-    """One 2-process launch of train.py; its output (both ranks), asserting it succeeded within budget."""
+def _launch(script_args: list[str], log: Path, budget_s: float) -> tuple[int, str]:
+    """One 2-process torchrun launch: (exit code, output of both ranks); killed past `budget_s` (a failure)."""
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "--max_restarts", "0", str(ROOT / "train.py"), "--config", str(ROOT / "configs/train/smollm2_cpu.yaml"),
-           *args]
+           "--max_restarts", "0", *script_args]
     with log.open("w") as f:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
-            proc.wait(timeout=LAUNCH_BUDGET_S)
+            proc.wait(timeout=budget_s)
         except subprocess.TimeoutExpired:
             pass
         finally:  # also when pytest's own timeout interrupts the wait
@@ -78,8 +79,14 @@ def _torchrun(args: list[str], log: Path) -> str:
             if timed_out:
                 _kill_launch(proc)
     out = log.read_text()
-    assert not timed_out, f"torchrun ran past {LAUNCH_BUDGET_S} s and was killed:\n{out[-3000:]}"
-    assert proc.returncode == 0, out[-3000:]
+    assert not timed_out, f"torchrun ran past {budget_s} s and was killed:\n{out[-3000:]}"
+    return proc.returncode, out
+
+
+def _torchrun(args: list[str], log: Path) -> str:
+    """train.py on 2 processes; its output, asserting it succeeded."""
+    rc, out = _launch([str(ROOT / "train.py"), "--config", str(CONFIG), *args], log, LAUNCH_BUDGET_S)
+    assert rc == 0, out[-3000:]
     return out
 
 
@@ -92,12 +99,18 @@ def _prepared(root: Path) -> Path:
     return root
 
 
-def test_ddp_matches_single_process_and_resumes(tmp_path):
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> tuple[Path, Path]:
+    """(tiny LLM folder, prepared set)."""
+    root = tmp_path_factory.mktemp("ddp")
     llm, tok = make_tiny("qwen3", seed=0, hidden=32)
-    llm_dir = tmp_path / "llm"
-    llm.save_pretrained(llm_dir)
-    tok.save_pretrained(llm_dir)
-    prep = _prepared(tmp_path / "prep")
+    llm.save_pretrained(root / "llm")
+    tok.save_pretrained(root / "llm")
+    return root / "llm", _prepared(root / "prep")
+
+
+def test_ddp_matches_single_process_and_resumes(tiny, tmp_path):
+    llm_dir, prep = tiny
 
     # 2 processes x micro-batch 2 x accumulation 2 == 1 process x micro-batch 4 x accumulation 2
     _torchrun(_overrides(llm_dir, prep, tmp_path / "ddp", 2) + ["stop_after_steps=3"], tmp_path / "launch1.log")
@@ -112,7 +125,7 @@ def test_ddp_matches_single_process_and_resumes(tmp_path):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        single = train(load_config(TrainConfig, ROOT / "configs/train/smollm2_cpu.yaml",
+        single = train(load_config(TrainConfig, CONFIG,
                                    _overrides(llm_dir, prep, tmp_path / "one", 4)))
     finally:
         torch.set_num_threads(threads)
@@ -132,3 +145,42 @@ def test_ddp_matches_single_process_and_resumes(tmp_path):
     va = [h["val_loss"] for h in report["history"] if "val_loss" in h]
     vb = [h["val_loss"] for h in single["history"] if "val_loss" in h]
     assert va == pytest.approx(vb, rel=1e-4)
+
+
+def test_a_stuck_rank_fails_the_run_after_ddp_timeout_s(tiny, tmp_path):
+    """Rank 1 stops taking part after the trainer's set-up; rank 0's next collective raises after
+    ``ddp_timeout_s`` instead of waiting forever (the default would be 30 min: past the launch budget)."""
+    llm_dir, prep = tiny
+    rc, out = _launch([__file__, "stall", str(llm_dir), str(prep), str(tmp_path / "out")], tmp_path / "stall.log",
+                      budget_s=STALL_TIMEOUT_S + 120)
+    assert rc != 0 and "collective failed after" in out, out[-3000:]
+    waited = float(out.split("collective failed after ")[1].split(" s")[0])
+    assert STALL_TIMEOUT_S * 0.8 <= waited < STALL_TIMEOUT_S + 60, out[-3000:]
+
+
+def _stall_worker(llm_dir: str, prep: str, out: str) -> int:
+    """Run by torchrun (`python test_train_ddp.py stall ...`): the trainer's set-up on both ranks, then
+    rank 1 sleeps while rank 0 enters an all-reduce."""
+    import time
+
+    from qgmem.training.trainer import setup
+
+    run = setup(load_config(TrainConfig, CONFIG, _overrides(Path(llm_dir), Path(prep), Path(out), 2)
+                            + [f"ddp_timeout_s={STALL_TIMEOUT_S}"]))
+    acc = run.accelerator
+    acc.wait_for_everyone()
+    if acc.process_index == 1:
+        time.sleep(10 * STALL_TIMEOUT_S)  # stuck: torchrun ends it once rank 0 has failed
+        return 0
+    t0 = time.monotonic()
+    try:
+        acc.reduce(torch.ones(1), reduction="sum")
+    except Exception as e:  # what a stuck peer makes the backend raise (gloo: a timeout RuntimeError)
+        print(f"collective failed after {time.monotonic() - t0:.1f} s: {type(e).__name__}: {e}", flush=True)
+        return 3
+    print("collective returned", flush=True)
+    return 0
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["stall"]:
+    sys.exit(_stall_worker(*sys.argv[2:5]))
