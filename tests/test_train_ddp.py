@@ -183,4 +183,6 @@ def _stall_worker(llm_dir: str, prep: str, out: str) -> int:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["stall"]:
-    sys.exit(_stall_worker(*sys.argv[2:5]))
+    code = _stall_worker(*sys.argv[2:5])
+    sys.stdout.flush()
+    os._exit(code)  # as train.py does under DDP: no interpreter teardown, where gloo can deadlock
