@@ -8,6 +8,7 @@ prepared set's ``prepare_meta.json``, so no value is stated twice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +101,21 @@ class TrainConfig:
     resume: bool = True  # continue from output_dir/last when it exists
     stop_after_steps: int | None = None  # leave the loop after N steps without a final save (a simulated kill)
     progress: bool = True
+    # seconds a collective (or the rendezvous) may wait for the other processes before it fails: a dead or
+    # stuck rank stops the run with an error instead of hanging it; generous, as a slow rank may be loading an 8B
+    # model or writing a checkpoint while the others wait
+    ddp_timeout_s: int = 1800
     model: ModelConfig = field(default_factory=ModelConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)  # node/edge dims come from the prepared set
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
+
+    @property
+    def ddp_timeout(self) -> timedelta:
+        """`ddp_timeout_s` as `torch.distributed.init_process_group` takes it."""
+        return timedelta(seconds=self.ddp_timeout_s)
 
 
 def validate_config(cfg: TrainConfig) -> None:
@@ -115,6 +125,8 @@ def validate_config(cfg: TrainConfig) -> None:
         raise ValueError(f"eval.metric: expected 'loss' or 'f1', got {cfg.eval.metric!r}")
     if cfg.eval.metric == "f1" and cfg.eval.gen_examples <= 0:
         raise ValueError("eval.metric=f1 needs eval.gen_examples > 0")
+    if cfg.ddp_timeout_s <= 0:
+        raise ValueError(f"ddp_timeout_s: expected a positive number of seconds, got {cfg.ddp_timeout_s}")
     if cfg.optim.grad_accum < 1 or cfg.optim.batch_size < 1:
         raise ValueError("optim.grad_accum and optim.batch_size must be >= 1")
 

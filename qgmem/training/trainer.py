@@ -152,7 +152,7 @@ def setup(cfg: TrainConfig) -> Run:
     """Accelerator, data, model, optimizer and schedule; resumes from ``output_dir/last`` when asked."""
     import torch
     from accelerate import Accelerator
-    from accelerate.utils import DistributedDataParallelKwargs, set_seed
+    from accelerate.utils import DistributedDataParallelKwargs, InitProcessGroupKwargs, set_seed
     from torch.utils.data import DataLoader
 
     from qgmem.model.collate import GraphTokenCollator
@@ -161,9 +161,9 @@ def setup(cfg: TrainConfig) -> Run:
     o = cfg.optim
     accelerator = Accelerator(
         mixed_precision=cfg.mixed_precision, log_with="wandb" if cfg.wandb.enabled else None,
-        # every trainable parameter takes part in every step (the empty-graph vector included), so DDP
-        # need not search for unused ones; accumulation is done by `accumulate_step`, token-weighted
-        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=False)],
+        # all trainable parameters are used every step; a collective stuck past ddp_timeout_s fails, never hangs
+        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=False),
+                         InitProcessGroupKwargs(timeout=cfg.ddp_timeout)],
     )
     set_seed(o.seed)
     log = (lambda *a: print(*a, flush=True)) if accelerator.is_main_process else (lambda *a: None)
