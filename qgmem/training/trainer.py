@@ -7,8 +7,9 @@ state), `fit` is the loop, `validate` scores one step, `train` runs the three an
 What it guarantees:
 - only the encoder + projector (+ LoRA when on) train; the LLM is asserted frozen before step 1
   and the parameter counts are printed;
-- gradient accumulation is real (``accelerator.accumulate``: no optimizer step, no gradient sync
-  between micro-batches);
+- gradient accumulation is real and token-weighted (`accumulate_step`: no optimizer step and no
+  gradient sync between micro-batches; the loss of a step is the mean over every answer token of its
+  micro-batches on every process, so it equals one large batch whatever the answer lengths);
 - ``output_dir/last`` is written atomically every ``save_every`` steps and a restarted run resumes
   from it at the same step and batch; ``output_dir/best`` is the best validation checkpoint
   (`qgmem.training.checkpoint`);
@@ -34,25 +35,11 @@ from typing import Any
 from qgmem.errors import UserError, run_entry_point
 from qgmem.config import dump_yaml, to_dict
 from qgmem.training import checkpoint as ckpt
-from qgmem.training.config import ModelConfig, TrainConfig, load_train_config, validate_config
+from qgmem.training.config import TrainConfig, load_train_config, validate_config
+from qgmem.training.model import build_model, count_parameters
 from qgmem.training.examples import EpochSampler, ExampleDataset
 from qgmem.training.memory import estimate_only, preflight
 from qgmem.training.validate import F1_DEFINITION, eval_generate, eval_loss, fmt, report_table, test_report
-
-
-def load_llm(cfg: ModelConfig, device: Any = None):
-    """(frozen causal LM, tokenizer) named by the config; "smollm2" resolves to the packaged copy."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from qgmem.llm.hf import local_model_path
-
-    path = local_model_path(cfg.name)
-    tok = AutoTokenizer.from_pretrained(path)
-    llm = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, cfg.dtype))
-    if device is not None:
-        llm.to(device)
-    return llm, tok
 
 
 def lr_lambda(step: int, warmup: int, total: int, min_ratio: float) -> float:
@@ -113,39 +100,6 @@ def load_data(cfg: TrainConfig) -> tuple[dict[str, Any], ExampleDataset, Example
     if len(sets[0]) == 0:
         raise ValueError(f"{data_dir}: the train split is empty")
     return meta, *sets
-
-
-def build_model(cfg: TrainConfig, meta: dict[str, Any], log: Any):
-    """`GraphTokenLM` over the frozen LLM; its checkpoint extra carries what inference needs."""
-    from qgmem.llm.hf import local_model_path
-    from qgmem.model.graph_token_lm import GraphTokenLM
-    from qgmem.pipeline import inference_settings
-
-    node_dim, edge_dim = int(meta["node_dim"]), int(meta["edge_dim"])
-    if (cfg.encoder.node_dim, cfg.encoder.edge_dim) != (node_dim, edge_dim):
-        log(f"encoder dims set from the prepared graphs: node_dim {node_dim}, edge_dim {edge_dim}")
-        cfg.encoder.node_dim, cfg.encoder.edge_dim = node_dim, edge_dim
-    prepare = dict(meta.get("config") or {})
-    graph_cfg = inference_settings(prepare, f"{cfg.data.dir}/prepare_meta.json: config").inputs.graph
-    llm, tok = load_llm(cfg.model)
-    return GraphTokenLM(llm, tok, cfg.encoder, lora=cfg.model.lora.as_peft(), graph_cfg=graph_cfg,
-                        gradient_checkpointing=cfg.model.gradient_checkpointing,
-                        base_model=local_model_path(cfg.model.name),
-                        extra={"model_name": cfg.model.name, "max_length": cfg.data.max_length,
-                               "system": cfg.data.system, "prepare": prepare})
-
-
-def count_parameters(model: Any) -> dict[str, int]:
-    """Trainable/frozen counts; refuses a model where any LLM weight (other than LoRA) would train."""
-    trainable = model.trainable_parameters()
-    llm_trainable = [n for n, p in model.named_parameters() if p.requires_grad
-                     and not n.startswith("graph_encoder.") and "lora_" not in n]
-    if llm_trainable:
-        raise RuntimeError(f"LLM parameters would train: {llm_trainable[:5]} (only encoder, projector, LoRA may)")
-    if {id(p) for p in trainable} != {id(p) for p in model.parameters() if p.requires_grad}:
-        raise RuntimeError("model.trainable_parameters() differs from the parameters with requires_grad")
-    return {"trainable": sum(p.numel() for p in trainable),
-            "frozen": sum(p.numel() for p in model.parameters() if not p.requires_grad)}
 
 
 def setup(cfg: TrainConfig) -> Run:
@@ -344,12 +298,24 @@ def fit(run: Run) -> bool:
     return False
 
 
+_FINISHED_DDP: list[Run] = []  # see `end`
+
+
+def end(run: Run) -> None:
+    """End the run. Under DDP its model is kept, not freed: freeing it after the process group has ended
+    destroys gloo's group on the main thread with the GIL held, which can deadlock at exit
+    (pytorch/pytorch#56297); `main` leaves such a process with `os._exit` instead."""
+    run.accelerator.end_training()
+    if run.accelerator.num_processes > 1:
+        _FINISHED_DDP.append(run)
+
+
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """setup -> fit -> test report; returns the report (``{"stopped_at": step}`` after an early stop)."""
     run = setup(cfg)
     if fit(run):
         run.log(f"stopped after step {run.state['step']} (stop_after_steps); rerun to resume from {run.out / 'last'}")
-        run.accelerator.end_training()
+        end(run)
         return {"stopped_at": run.state["step"]}
     state = run.state
     report: dict[str, Any] = {
@@ -371,7 +337,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         table = report_table(report)
         atomic_write_text(run.out / "report.md", table + "\n")
         run.log(table)
-    run.accelerator.end_training()
+    end(run)
     return report
 
 
@@ -392,7 +358,12 @@ def main(argv: list[str] | None = None) -> int:
     """train.py: a missing prepared set or a bad config is one line and exit code 2 (`--debug`: traceback)."""
     p = argparse.ArgumentParser(prog="train.py", description=__doc__.split("\n")[0])
     add_arguments(p)
-    return run_entry_point("train.py", lambda a: run(p.parse_args(a)), argv)
+    code = run_entry_point("train.py", lambda a: run(p.parse_args(a)), argv)
+    if _FINISHED_DDP:  # see `end`: leave without freeing the DDP model
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":
