@@ -48,6 +48,15 @@ def iso_date(text: str) -> str | None:
     return None
 
 
+def _new_id(value: object, seen: set[str], source: str, at: str, duplicate: str) -> None:
+    """A non-empty string id not seen before in its conversation (added to `seen`)."""
+    if not isinstance(value, str) or not value:
+        raise DataError(source, at, "field 'id' must be a non-empty string")
+    if value in seen:
+        raise DataError(source, at, duplicate)
+    seen.add(value)
+
+
 def check_conversation(conv: Conversation, source: str = "<input>", limits: InputLimits | None = None) -> list[str]:
     """Raise DataError on the first structural problem; repair dates in place; return the warnings."""
     limits = limits or InputLimits()
@@ -60,11 +69,7 @@ def check_conversation(conv: Conversation, source: str = "<input>", limits: Inpu
     total = 0
     for s in conv.sessions:
         at = f"{where}, session {s.id!r}"
-        if not isinstance(s.id, str) or not s.id:
-            raise DataError(source, at, "field 'id' must be a non-empty string")
-        if s.id in sessions:
-            raise DataError(source, at, "duplicate session id")
-        sessions.add(s.id)
+        _new_id(s.id, sessions, source, at, "duplicate session id")
         if s.date is not None:
             fixed = iso_date(s.date) if isinstance(s.date, str) else None
             if fixed is None:
@@ -75,11 +80,7 @@ def check_conversation(conv: Conversation, source: str = "<input>", limits: Inpu
             s.date = fixed
         for t in s.turns:
             tat = f"{at}, turn {t.id!r}"
-            if not isinstance(t.id, str) or not t.id:
-                raise DataError(source, tat, "field 'id' must be a non-empty string")
-            if t.id in turns:
-                raise DataError(source, tat, "duplicate turn id (turn ids must be unique within a conversation)")
-            turns.add(t.id)
+            _new_id(t.id, turns, source, tat, "duplicate turn id (turn ids must be unique within a conversation)")
             for name in ("speaker", "text"):
                 val = getattr(t, name)
                 if not isinstance(val, str):
