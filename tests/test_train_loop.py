@@ -290,6 +290,43 @@ def test_lora_option_trains_adapters_only(tiny_setup, tmp_path):
     assert json.loads((out / "best" / "qgmem_config.json").read_text())["lora"]["r"] == 4
 
 
+def test_setup_follows_the_config_checkpointing_ddp_and_lora_dropout(tiny_setup, tmp_path):
+    """gradient_checkpointing comes from the config; DDP does not search for unused parameters; in
+    training mode the LoRA dropout is active while the frozen LLM's own modules stay in eval mode."""
+    from qgmem.training.trainer import setup
+
+    llm_dir, prepared = tiny_setup
+    run = setup(_cfg(llm_dir, prepared, tmp_path / "s", "model.gradient_checkpointing=true", "model.lora.enabled=true",
+                     "model.lora.dropout=0.5", "optim.max_steps=1"))
+    m = run.accelerator.unwrap_model(run.model)
+    assert m.gradient_checkpointing is True
+    assert run.accelerator.ddp_handler is not None and run.accelerator.ddp_handler.find_unused_parameters is False
+    m.train()
+    drops = [mod for name, mod in m.llm.named_modules() if name.endswith("lora_dropout.default")]
+    assert drops and all(d.training for d in drops)
+    assert not m.llm.get_input_embeddings().training
+    batch = run.collator([run.train_ds[0]])
+    with torch.no_grad():
+        a, b = m(batch).loss, m(batch).loss
+    assert not torch.equal(a, b), "LoRA dropout fires while training"
+    m.eval()
+    with torch.no_grad():
+        assert torch.equal(m(batch).loss, m(batch).loss)
+
+
+def test_one_data_loader_serves_every_epoch(tiny_setup, tmp_path, monkeypatch):
+    from accelerate import Accelerator
+
+    prepared_loaders = []
+    real = Accelerator.prepare_data_loader
+    monkeypatch.setattr(Accelerator, "prepare_data_loader",
+                        lambda self, *a, **kw: prepared_loaders.append(1) or real(self, *a, **kw))
+    llm_dir, prepared = tiny_setup
+    rep = train(_cfg(llm_dir, prepared, tmp_path / "e", "optim.epochs=3", "optim.batch_size=8", "eval.test=false",
+                     "eval.every=100"))
+    assert rep["steps"] == 9 and len(prepared_loaders) == 1
+
+
 def test_missing_prepared_set_names_the_prepare_command(tiny_setup, tmp_path):
     llm_dir, _ = tiny_setup
     cfg = _cfg(llm_dir, tmp_path / "nothing", tmp_path / "run", "data.prepare=configs/prepare/longmemeval_s_cpu.yaml")
