@@ -170,17 +170,32 @@ class MemoryPipeline:
             return None
 
     def _index(self, conv: Conversation) -> None:
-        """Bring the stored memory of `conv` up to date and (re)index it for retrieval."""
-        from qgmem.construct.build import BuildReport, build_memory
+        """Bring the stored memory of `conv` up to date (with the settings it was built with, when it
+        was) and (re)index it for retrieval."""
+        from qgmem.construct.build import BuildConfig, BuildReport, build_memory, stored_config
 
         report = BuildReport()
-        units, traces = build_memory(conv, extractor=self.retrieval.extractor, store=self.store, report=report,
-                                     llm=self.llm if self.retrieval.extractor == "llm" else None)
+        cfg = stored_config(self.store, conv.id) or BuildConfig(extractor=self.retrieval.extractor)
+        units, traces = build_memory(conv, extractor=cfg.extractor, store=self.store, config=cfg, report=report,
+                                     llm=self.llm if cfg.extractor == "llm" else None)
         self.retriever.index_units(conv, units, traces, namespace=conv.id)
         self._indexed.add(conv.id)
         if report.incomplete and not self.allow_partial:
             self._indexed.discard(conv.id)
             raise MemoryIncomplete.from_report(conv.id, report)
+
+    def _serve(self, ns: str) -> None:
+        """Index a namespace as it is stored (built by another process or run): reading never rebuilds,
+        so opening a store to query it cannot re-extract its memory with other settings."""
+        from qgmem.construct.build import BuildReport, is_complete
+
+        if not is_complete(self.store, ns) and not self.allow_partial:
+            report = BuildReport(incomplete={ns: -1}, failures=[
+                {"namespace": ns, **f} for f in self.store.failures(ns)])
+            raise MemoryIncomplete.from_report(ns, report)
+        self.retriever.index_units(self.store.get_conversation(ns), self.store.units(ns), self.store.traces(ns),
+                                   namespace=ns)
+        self._indexed.add(ns)
 
     def namespaces(self) -> list[str]:
         """Every namespace with a stored conversation, this process's additions or not."""
@@ -230,7 +245,7 @@ class MemoryPipeline:
         if q.conversation_id not in have:
             raise KeyError(f"namespace {q.conversation_id!r} has no memories; add() it first (have {have})")
         if q.conversation_id not in self._indexed:  # stored by another process or an earlier run
-            self._index(self.store.get_conversation(q.conversation_id))
+            self._serve(q.conversation_id)
         return q
 
     # -- answers ----------------------------------------------------------------------------

@@ -128,9 +128,13 @@ def test_5_a_partial_memory_is_refused_unless_allowed(tmp_path, tiny_conversatio
     with MemoryPipeline(llm=ScriptedBackend(reply), store_dir=tmp_path, retrieval=retrieval,
                         allow_partial=True) as pipe:
         pipe.working_memory("Where does Alice work now?", "c1")  # accepted: the caller said partial is fine
+    with MemoryPipeline(llm=ScriptedBackend(reply), store_dir=tmp_path, retrieval=retrieval) as pipe:
+        with pytest.raises(MemoryIncomplete, match="build again"):  # reading never rebuilds
+            pipe.working_memory("Where does Alice work now?", "c1")
     down["on"] = False
     with MemoryPipeline(llm=ScriptedBackend(reply), store_dir=tmp_path, retrieval=retrieval) as pipe:
-        pipe.working_memory("Where does Alice work now?", "c1")  # the failed window is retried and succeeds
+        pipe.add(tiny_conversation)  # the failed window is retried and succeeds
+        pipe.working_memory("Where does Alice work now?", "c1")
 
 
 def test_6_a_truncated_http_reply_is_recorded_not_a_traceback(tmp_path, tiny_conversation, capsys) -> None:
@@ -168,6 +172,19 @@ def test_10_a_corrupt_store_is_one_line_exit_2(tmp_path, tiny_conversation, caps
     assert len(err) == 1 and "store.sqlite: not a readable qgmem store" in err[0]
     with pytest.raises(StoreError, match="not a readable qgmem store"):
         MemoryStore(tmp_path / "s")
+
+
+def test_opening_a_store_to_query_never_rebuilds_it_with_other_settings(tmp_path, tiny_conversation) -> None:
+    """A store built with window size 4 (e.g. by `qgmem build --set window_size=4`) is served as built;
+    adding to it keeps its settings."""
+    store = MemoryStore(tmp_path)
+    built, _ = build_memory(tiny_conversation, "rule", store=store, config=BuildConfig(window_size=4))
+    store.close()
+    with _pipe(tmp_path) as pipe:
+        pipe.working_memory("Where does Alice work now?", "c1")
+        assert [u.id for u in pipe.store.units("c1")] == [u.id for u in built]
+        pipe.add([Session("S3", "2023-09-02", [Turn("D3:1", "Alice", "I adopted a cat named Rex.")])], namespace="c1")
+        assert [u.id for u in pipe.store.units("c1")][: len(built)] == [u.id for u in built]
 
 
 def test_12_a_second_writer_is_refused_with_the_holder(tmp_path, tiny_conversation) -> None:

@@ -91,8 +91,10 @@ class MemoryIncomplete(RuntimeError, UserError):
     @classmethod
     def from_report(cls, ns: str, report: BuildReport) -> MemoryIncomplete:
         first = next((f["error"] for f in report.failures if f["namespace"] == ns), "?")
-        return cls(f"namespace {ns!r}: {report.incomplete[ns]} window(s) could not be extracted (first failure: "
-                   f"{first}); build again to retry, or allow a partial memory (allow_partial)")
+        n = report.incomplete[ns]
+        what = f"{n} window(s) could not be extracted" if n >= 0 else "its last build did not finish"
+        return cls(f"namespace {ns!r}: {what} (first failure: {first}); build again (add() or qgmem build) to "
+                   "retry, or allow a partial memory (allow_partial)")
 
 
 TRACES_DONE = "traces"  # build-state marker: the traces are current for the stored units
