@@ -187,12 +187,11 @@ class MemoryPipeline:
     def _serve(self, ns: str) -> None:
         """Index a namespace as it is stored (built by another process or run): reading never rebuilds,
         so opening a store to query it cannot re-extract its memory with other settings."""
-        from qgmem.construct.build import BuildReport, is_complete
+        from qgmem.construct.build import is_complete
 
         if not is_complete(self.store, ns) and not self.allow_partial:
-            report = BuildReport(incomplete={ns: -1}, failures=[
-                {"namespace": ns, **f} for f in self.store.failures(ns)])
-            raise MemoryIncomplete.from_report(ns, report)
+            first = next((f["error"] for f in self.store.failures(ns)), "?")
+            raise MemoryIncomplete(ns, "its last build did not finish", first)
         self.retriever.index_units(self.store.get_conversation(ns), self.store.units(ns), self.store.traces(ns),
                                    namespace=ns)
         self._indexed.add(ns)

@@ -219,7 +219,8 @@ class MemoryStore:
         return out
 
     def drop_sources(self, ns: str, sources: list[str]) -> int:
-        """Remove the units and done markers of `sources` (stale windows); returns how many units went. Traces and embeddings are recomputed by the build that follows."""
+        """Remove the units and done markers of `sources` (stale windows); returns how many units went.
+        Traces and embeddings are recomputed by the build that follows."""
         if not sources:
             return 0
         removed = 0

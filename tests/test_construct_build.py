@@ -60,9 +60,11 @@ def test_build_tiny_conversation_with_minilm(tmp_path, tiny_conversation) -> Non
     assert units and all(u.turn_ids and set(u.turn_ids) <= valid for u in units)
     assert store.units("c1") == units and store.traces("c1") == traces
     ids, mat, model = store.get_embeddings("c1", "claim")
-    # rows keyed by unit id and a hash of its text (an edited unit is re-encoded)
-    assert [i.rsplit("#", 1)[0] for i in ids] == [u.id for u in units]
-    assert mat.shape == (len(units), 384) and model == "minilm"
+    # rows keyed by a hash of each distinct claim text, in unit order (an edited unit is re-encoded)
+    import hashlib
+
+    assert ids == list(dict.fromkeys(hashlib.sha1(u.text.encode()).hexdigest() for u in units))
+    assert mat.shape == (len(ids), 384) and model == "minilm"
     assert np.allclose(np.linalg.norm(mat, axis=1), 1.0, atol=1e-4)
     assert store.is_done("c1", "traces")
     ex = report.phases["extraction"]

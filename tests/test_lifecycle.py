@@ -195,6 +195,17 @@ def test_12_a_second_writer_is_refused_with_the_holder(tmp_path, tiny_conversati
     build_memory(tiny_conversation, "rule", store=b)  # free again
 
 
+def test_12_a_build_with_nothing_to_do_needs_no_write_lock(tmp_path, tiny_conversation) -> None:
+    """Two evaluations reading one built store do not collide; a build with work to do still waits its turn."""
+    a, b = MemoryStore(tmp_path), MemoryStore(tmp_path)
+    built, traces = build_memory(tiny_conversation, "rule", store=a)
+    with a.writer():
+        assert build_memory(tiny_conversation, "rule", store=b) == (built, traces)
+        tiny_conversation.sessions[0].turns[0].text = "I work at Initech now."
+        with pytest.raises(StoreBusy):
+            build_memory(tiny_conversation, "rule", store=b)
+
+
 def test_12_a_pipeline_without_store_dir_leaves_nothing_behind(tiny_conversation) -> None:
     pipe = _pipe(None).add(tiny_conversation)  # type: ignore[arg-type]
     root = Path(pipe.store.root)

@@ -88,13 +88,14 @@ class BuildConfig:
 class MemoryIncomplete(RuntimeError, UserError):
     """A namespace whose build left windows unextracted (e.g. the LLM server failed)."""
 
+    def __init__(self, ns: str, what: str, first_failure: str = "?"):
+        super().__init__(f"namespace {ns!r}: {what} (first failure: {first_failure}); build again (add() or "
+                         "qgmem build) to retry, or allow a partial memory (allow_partial)")
+
     @classmethod
     def from_report(cls, ns: str, report: BuildReport) -> MemoryIncomplete:
         first = next((f["error"] for f in report.failures if f["namespace"] == ns), "?")
-        n = report.incomplete[ns]
-        what = f"{n} window(s) could not be extracted" if n >= 0 else "its last build did not finish"
-        return cls(f"namespace {ns!r}: {what} (first failure: {first}); build again (add() or qgmem build) to "
-                   "retry, or allow a partial memory (allow_partial)")
+        return cls(ns, f"{report.incomplete[ns]} window(s) could not be extracted", first)
 
 
 TRACES_DONE = "traces"  # build-state marker: the traces are current for the stored units
@@ -162,37 +163,12 @@ def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBacken
     raise ValueError(f"unknown extractor {kind!r} (expected 'rule' or 'llm')")
 
 
-def _claim_key(u: AtomicUnit) -> str:
-    return f"{u.id}#{hashlib.sha1(u.text.encode()).hexdigest()[:12]}"
-
-
-def _embed_claims(store: MemoryStore, ns: str, units: list[AtomicUnit], embedder: TextEmbedder,
-                  stats: PhaseStats) -> np.ndarray:
-    """Claim embeddings for `units` (in order), reusing stored rows of the same unit id and text."""
-    prev = store.get_embeddings(ns, "claim")
-    known: dict[str, np.ndarray] = {}
-    if prev is not None and prev[2] == embedder.name:
-        known = {i: row for i, row in zip(prev[0], prev[1])}
-    keys = [_claim_key(u) for u in units]
-    missing = [(k, u) for k, u in zip(keys, units) if k not in known]
-    if missing:
-        vecs = embedder.encode([u.text for _, u in missing])
-        known.update({k: v for (k, _), v in zip(missing, vecs)})
-    stats.texts_encoded += len(missing)
-    stats.texts_reused += len(units) - len(missing)
-    dim = next(iter(known.values())).shape[0] if known else int(getattr(embedder, "dim", 384))
-    matrix = np.stack([known[k] for k in keys]).astype(np.float32) if units else np.zeros((0, dim), np.float32)
-    if missing or prev is None or prev[0] != keys:
-        store.set_embeddings(ns, "claim", keys, matrix, embedder.name)
-    return matrix
-
-
 def _encode_unique(store: MemoryStore, ns: str, kind: str, embedder: TextEmbedder, texts: list[str],
                    stats: PhaseStats, prune: bool = True) -> np.ndarray:
     """Vectors of `texts`, each distinct text encoded once and kept in the store for the next build."""
     vecs, encoded = store.cached_vectors(ns, kind, texts, embedder.encode, embedder.name, prune=prune)
-    stats.texts_encoded += encoded
-    stats.texts_reused += len(set(texts)) - encoded
+    stats.texts_encoded += encoded  # distinct new texts: what the encoder ran on
+    stats.texts_reused += len(texts) - encoded  # texts served without encoding (repeats included)
     return vecs
 
 
@@ -231,9 +207,36 @@ def build_memory(
 
         llm = make_backend(cfg.llm)
     ex = _make_extractor(extractor, cfg, llm)
+    current = _current_memory(conversation, ex, store, cfg, report)
+    if current is not None:  # nothing to do: no write lock, so readers of one store never collide
+        return current
     with store.writer():
         sources = _extract(conversation, ex, llm, store, cfg, report, progress)
         return _consolidate(conversation, extractor, ex, llm, store, cfg, embedder, report, sources)
+
+
+def _current_memory(conversation: Conversation, ex: Extractor, store: MemoryStore, cfg: BuildConfig,
+                    report: BuildReport) -> tuple[list[AtomicUnit], list[MemoryTrace]] | None:
+    """The stored memory when it is complete and was built from exactly this conversation with these
+    settings (the same window keys); None when a build has work to do."""
+    ns = conversation.id
+    if not is_complete(store, ns) or store.settings(ns) != {"build": to_dict(cfg)}:
+        return None
+    try:
+        if store.get_conversation(ns) != conversation:
+            return None
+    except KeyError:
+        return None
+    identity = extraction_identity(ex, cfg)
+    keys = {window_done_key(w, identity) for w in conversation_windows(conversation, cfg.window_size,
+                                                                       cfg.window_overlap)}
+    if keys != {k for k in store.done_keys(ns) if k.startswith("extract:")}:
+        return None
+    units, traces = store.units(ns), store.traces(ns)
+    report.add(ns, "extraction", PhaseStats(units=len(units), resumed_windows=len(keys)))
+    report.add(ns, "embedding", PhaseStats())
+    report.add(ns, "consolidation", PhaseStats(traces=len(traces)))
+    return units, traces
 
 
 def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None, store: MemoryStore,
@@ -309,7 +312,7 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
     est = PhaseStats()
     t0 = time.perf_counter()
     if cfg.traces.neighbour_space == "embedding":
-        claim: Any = _embed_claims(store, ns, units, embedder, est)
+        claim: Any = _encode_unique(store, ns, "claim", embedder, [u.text for u in units], est)
     elif cfg.traces.neighbour_space == "tfidf":
         claim = tfidf_matrix([u.text for u in units])
     else:

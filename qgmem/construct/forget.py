@@ -47,17 +47,14 @@ def forget(store: MemoryStore, namespace: str, session_id: str | None = None, tu
     any extraction starts."""
     report = BuildReport()
     with store.writer():
-        if session_id is None and not turn_ids:
+        conv = None if session_id is None and not turn_ids else \
+            without(store.get_conversation(namespace), session_id, turn_ids)
+        if conv is None or not conv.sessions:  # nothing of the namespace remains
             forget_cache_entries(store, namespace, all_sources(store, namespace))
             store.delete_namespace(namespace)
             return report
-        conv = without(store.get_conversation(namespace), session_id, turn_ids)
         store.drop_embeddings(namespace, keep=("claim",))
         store.drop_records(namespace, keep_prefix=PREFIX)  # the build below forgets the cached replies
-        if not conv.sessions:
-            forget_cache_entries(store, namespace, all_sources(store, namespace))
-            store.delete_namespace(namespace)
-            return report
         cfg = config or stored_config(store, namespace) or BuildConfig()
         try:
             build_memory(conv, cfg.extractor, llm=llm, store=store, config=cfg, embedder=embedder, report=report)
