@@ -22,6 +22,7 @@ import re
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,32 +41,10 @@ from qgmem.types import (
     unit_from_dict,
 )
 
+MEMO_VECTORS = 100_000  # vectors one store object remembers across namespaces (about 150 MB at 384 dims)
 SCHEMA_VERSION = 2  # 2: units.src (the window done key a unit came from)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS conversations (ns TEXT PRIMARY KEY, data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS units (
-    ns TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, src TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (ns, id));
-CREATE INDEX IF NOT EXISTS units_seq ON units (ns, seq);
-CREATE TABLE IF NOT EXISTS traces (
-    ns TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (ns, id));
-CREATE TABLE IF NOT EXISTS embeddings (
-    ns TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL, file TEXT NOT NULL,
-    ids TEXT NOT NULL, rows INTEGER NOT NULL, dim INTEGER NOT NULL,
-    PRIMARY KEY (ns, kind));
-CREATE TABLE IF NOT EXISTS records (
-    ns TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (ns, kind, seq));
-CREATE TABLE IF NOT EXISTS build_state (
-    ns TEXT NOT NULL, step_key TEXT NOT NULL, done_at REAL NOT NULL,
-    PRIMARY KEY (ns, step_key));
-CREATE TABLE IF NOT EXISTS failures (
-    ns TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, raw TEXT, at REAL NOT NULL,
-    PRIMARY KEY (ns, key));
-"""
+_SCHEMA = (Path(__file__).with_name("store_schema.sql")).read_text()
 
 
 class StoreError(RuntimeError, UserError):
@@ -92,6 +71,7 @@ class MemoryStore:
         self.emb_dir.mkdir(exist_ok=True)
         self.db_path = self.root / "store.sqlite"
         self._lock = threading.RLock()
+        self._memo: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()  # (model, text hash) -> vector
         self._writer = FileLock(self.root / "writer.lock")
         try:
             self._db = sqlite3.connect(self.db_path, timeout=60.0, check_same_thread=False, isolation_level=None)
@@ -302,17 +282,27 @@ class MemoryStore:
         `prune`: keep only these texts' rows (else every row seen, for callers that ask in parts).
 
         Rows are keyed by a hash of the text, never the text itself, so a growing memory encodes only
-        its new texts and a forgotten sentence leaves no copy in the embedding index."""
+        its new texts and a forgotten sentence leaves no copy in the embedding index. Vectors computed
+        in this process are also remembered across namespaces and kinds (a text seen in another
+        conversation, e.g. a session shared by several haystacks, is encoded once); deleting or
+        dropping embeddings clears that memory."""
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         known: dict[str, np.ndarray] = {}
         prev = self.get_embeddings(ns, kind)
         if prev is not None and prev[2] == model:
             known = dict(zip(prev[0], prev[1]))
+        for k in keys:
+            if k not in known and (model, k) in self._memo:
+                known[k] = self._memo[(model, k)]
         todo = list(dict.fromkeys(k for k in keys if k not in known))
         if todo:
             first = {k: t for k, t in zip(keys, texts)}
             vecs = np.asarray(encode([first[k] for k in todo]), dtype=np.float32)
             known.update(zip(todo, vecs))
+            for k, v in zip(todo, vecs):
+                self._memo[(model, k)] = v
+            while len(self._memo) > MEMO_VECTORS:
+                self._memo.popitem(last=False)
         if not texts:
             return np.zeros((0, prev[1].shape[1] if prev is not None else 0), np.float32), 0
         matrix = np.stack([known[k] for k in keys]).astype(np.float32)
@@ -323,6 +313,7 @@ class MemoryStore:
 
     def drop_embeddings(self, ns: str, keep: tuple[str, ...] = ()) -> None:
         """Remove the embedding matrices of `ns` except the kinds in `keep` (files included)."""
+        self._memo.clear()
         rows = self._query("SELECT kind, file FROM embeddings WHERE ns=?", (ns,))
         gone = [(k, f) for k, f in rows if k not in keep]
         with self._tx() as db:
@@ -387,6 +378,7 @@ class MemoryStore:
     # ------------------------------------------------------------------ deletion
     def delete_namespace(self, ns: str) -> None:
         """Remove everything of `ns`, embedding files included."""
+        self._memo.clear()
         files = [r[0] for r in self._query("SELECT file FROM embeddings WHERE ns=?", (ns,))]
         with self._tx() as db:
             for table in ("conversations", "units", "traces", "embeddings", "records", "build_state", "failures"):

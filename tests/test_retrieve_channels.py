@@ -143,3 +143,28 @@ def test_impact_ordered_bm25_is_exact_without_cap_and_bounded_with_cap():
     hits = capped.search("w1", 100)
     assert 0 < len(hits) <= 5
     assert [i for i, _ in hits] == [i for i, _ in ix.search("w1", len(hits))]  # the highest-impact postings
+
+
+def test_rrf_tied_groups_share_their_rank_and_keep_the_best_one() -> None:
+    # turn channel: group [3, 4] at rank 1, group [4, 5] at rank 2 (4 keeps rank 1); unit channel: 5 first
+    got = dict(rrf({"turn": [[3, 4], [4, 5]], "unit": [5]}, k=10))
+    assert got[3] == pytest.approx(1 / 11) and got[4] == pytest.approx(1 / 11)
+    assert got[5] == pytest.approx(1 / 12 + 1 / 11)
+
+
+def test_turn_channels_rank_units_by_their_raw_turn() -> None:
+    from qgmem.retrieve.turns import TurnIndex
+
+    turn_ids = ["D1:1", "D1:2", "D1:3"]
+    docs = ["A: the train to the coast was late", "B: we adopted a grey kitten", "A: ok"]
+
+    def unit(i: int, turn: str, text: str) -> AtomicUnit:
+        return AtomicUnit(id=f"n/u{i}", namespace="n", session_id="S1", text=text, first_turn=turn, last_turn=turn,
+                          turn_ids=[turn], speaker="A", subject="A", relation="say", object=text)
+
+    units = [unit(0, "D1:2", "B adopted a kitten"), unit(1, "D1:1", "A took a train"), unit(2, "D1:2", "grey fur")]
+    vecs = np.eye(3, dtype=np.float32)
+    idx = TurnIndex.build(turn_ids, docs, units, vecs)
+    # every unit of the matching turn is one tied group; the turn without units ("ok") never appears
+    assert idx.lexical_groups("kitten", 10) == [[0, 2]]
+    assert idx.dense_groups(np.array([1, 0, 0], np.float32), 3) == [[1], [0, 2]]

@@ -93,3 +93,22 @@ def test_embeddings_records_failures_and_delete(tmp_path) -> None:
     assert not st.is_done("a", "step") and st.get_records("a", "facts") == []
     assert len(list((tmp_path / "embeddings").glob("*.npy"))) == 1  # b's file stays
     assert st.namespaces() == ["b"] and st.get_embeddings("b", "claim")[0] == ["z"]
+
+
+def test_cached_vectors_reuse_a_text_across_namespaces_until_deleted(tmp_path) -> None:
+    from qgmem.store import MemoryStore
+
+    calls: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append(list(texts))
+        return np.ones((len(texts), 4), np.float32) * len(calls)
+
+    with MemoryStore(tmp_path / "s") as store:
+        store.cached_vectors("a", "turns", ["shared session text", "only in a"], encode, "m")
+        m, n = store.cached_vectors("b", "docs", ["shared session text", "only in b"], encode, "m")
+        assert calls[1] == ["only in b"] and n == 1  # the shared text was encoded once, in namespace a
+        assert store.get_embeddings("b", "docs")[1].shape == (2, 4)  # b holds its own copy of the row
+        store.delete_namespace("a")
+        store.cached_vectors("c", "docs", ["shared session text"], encode, "m")
+        assert calls[2] == ["shared session text"]  # after a deletion nothing is reused from memory

@@ -22,11 +22,14 @@ from .attributes import AttributeIndex
 from .config import RetrievalConfig
 from .dense import DenseIndex
 from .documents import UnitTexts
-from .fusion import rrf
+from .fusion import Ranked, rrf
 from .lexical import LexicalIndex
 from .qcache import encode_queries
 from .query import QueryConstraints, QueryParser
 from .rerank import NoReranker, Reranker, make_reranker
+from .turns import TurnIndex, turn_documents
+
+CHANNELS = ("lexical", "dense", "attribute", "turn-lexical", "turn-dense")
 
 
 @dataclass
@@ -40,6 +43,7 @@ class _ConvIndex:
     max_name_words: int
     row_of: dict[str, int]
     trace_rows: dict[int, list[int]]  # unit row -> rows of the other members of its trace
+    turns: TurnIndex | None  # raw-turn channels (None without the conversation or when off)
 
 
 class TokenCounter:
@@ -72,9 +76,9 @@ class QGMemRetriever(MethodBase):
         from qgmem.embed import get_embedder
 
         self.cfg = cfg or RetrievalConfig()
-        unknown = set(self.cfg.channels) - {"lexical", "dense", "attribute"}
+        unknown = set(self.cfg.channels) - set(CHANNELS)
         if unknown or not self.cfg.channels:
-            raise ValueError(f"channels must be a non-empty subset of lexical, dense, attribute; got {self.cfg.channels}")
+            raise ValueError(f"channels must be a non-empty subset of {', '.join(CHANNELS)}; got {self.cfg.channels}")
         self.store = store
         if name:
             self.name = name
@@ -125,8 +129,8 @@ class QGMemRetriever(MethodBase):
         cfg = self.cfg
         texts = UnitTexts(conversation, units, traces)
         docs = [texts.index_text(u, cfg.index_source, cfg.context_turns) for u in units]
-        dense_docs = [texts.index_text(u, cfg.index_source, cfg.dense_context_turns) for u in units]
-        emb = self._encode_cached(ns, f"retrieval-doc-s{int(cfg.index_source)}-c{cfg.dense_context_turns}", dense_docs)
+        dense_docs = [texts.index_text(u, cfg.index_source and cfg.dense_source, cfg.dense_context_turns) for u in units]
+        emb = self._encode_cached(ns, f"retrieval-doc-s{int(cfg.index_source and cfg.dense_source)}-c{cfg.dense_context_turns}", dense_docs)
 
         def enc_names(names: list[str]) -> np.ndarray:
             return self._encode_cached(ns, "retrieval-names", names)
@@ -143,12 +147,17 @@ class QGMemRetriever(MethodBase):
             rows = [row_of[x] for x in tr.unit_ids if x in row_of]
             for r in rows:
                 trace_rows[r] = [x for x in rows if x != r]
+        turns = None
+        if conversation is not None and {"turn-lexical", "turn-dense"} & set(cfg.channels):
+            turn_ids, turn_docs = turn_documents(conversation)
+            vecs = self._encode_cached(ns, "turns", turn_docs) if "turn-dense" in cfg.channels else None
+            turns = TurnIndex.build(turn_ids, turn_docs, units, vecs, cfg.lexical_max_postings)
         self._index[ns] = _ConvIndex(
             units=units, texts=texts, lexical=LexicalIndex(docs, max_postings=cfg.lexical_max_postings),
             dense=DenseIndex(emb if len(units) else np.zeros((0, self.embedder.dim), np.float32), cfg.ann_threshold,
                              cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search),
             attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
-            row_of=row_of, trace_rows=trace_rows,
+            row_of=row_of, trace_rows=trace_rows, turns=turns,
         )
 
     def release(self, namespace: str) -> None:
@@ -212,9 +221,13 @@ class QGMemRetriever(MethodBase):
         meta["latency_ms"] = (time.perf_counter() - t0 - t_skip) * 1000 + encode_ms
         return wm
 
-    def _channels(self, idx: _ConvIndex, c: QueryConstraints, text: str, qv: np.ndarray) -> dict[str, list[int]]:
+    def _channels(self, idx: _ConvIndex, c: QueryConstraints, text: str, qv: np.ndarray) -> dict[str, Ranked]:
         cfg = self.cfg
-        out: dict[str, list[int]] = {}
+        out: dict[str, Ranked] = {}
+        if idx.turns is not None and "turn-lexical" in cfg.channels:
+            out["turn-lexical"] = idx.turns.lexical_groups(text, cfg.channel_depth)
+        if idx.turns is not None and "turn-dense" in cfg.channels:
+            out["turn-dense"] = idx.turns.dense_groups(qv[0], cfg.channel_depth)
         if "lexical" in cfg.channels:
             out["lexical"] = [i for i, _ in idx.lexical.search(text, cfg.channel_depth)]
         if "dense" in cfg.channels:

@@ -1,0 +1,23 @@
+-- The store's tables (qgmem/store.py); SCHEMA_VERSION there names this layout.
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS conversations (ns TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS units (
+    ns TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, src TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (ns, id));
+CREATE INDEX IF NOT EXISTS units_seq ON units (ns, seq);
+CREATE TABLE IF NOT EXISTS traces (
+    ns TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (ns, id));
+CREATE TABLE IF NOT EXISTS embeddings (
+    ns TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL, file TEXT NOT NULL,
+    ids TEXT NOT NULL, rows INTEGER NOT NULL, dim INTEGER NOT NULL,
+    PRIMARY KEY (ns, kind));
+CREATE TABLE IF NOT EXISTS records (
+    ns TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (ns, kind, seq));
+CREATE TABLE IF NOT EXISTS build_state (
+    ns TEXT NOT NULL, step_key TEXT NOT NULL, done_at REAL NOT NULL,
+    PRIMARY KEY (ns, step_key));
+CREATE TABLE IF NOT EXISTS failures (
+    ns TEXT NOT NULL, key TEXT NOT NULL, error TEXT NOT NULL, raw TEXT, at REAL NOT NULL,
+    PRIMARY KEY (ns, key));
