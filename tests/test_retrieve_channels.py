@@ -168,3 +168,18 @@ def test_turn_channels_rank_units_by_their_raw_turn() -> None:
     # every unit of the matching turn is one tied group; the turn without units ("ok") never appears
     assert idx.lexical_groups("kitten", 10) == [[0, 2]]
     assert idx.dense_groups(np.array([1, 0, 0], np.float32), 3) == [[1], [0, 2]]
+
+
+def test_embedder_name_suffix_caps_the_input_length() -> None:
+    from qgmem.embed import get_embedder, split_name
+
+    assert split_name("minilm@128") == ("minilm", 128)
+    assert split_name("org/model@v2") == ("org/model@v2", None) and split_name("minilm") == ("minilm", None)
+    short = get_embedder("minilm@8")
+    assert short.name == "minilm@8" and short.model.max_seq_length == 8
+    head = "the quick brown fox jumps over the lazy dog"  # more than 8 word pieces
+    pair = [head, head + " near the river bank on a cold and windy day"]
+    a, b = short.encode(pair)
+    assert float(a @ b) > 0.999  # both cut to the same 8 word pieces ([CLS] and [SEP] included)
+    a, b = get_embedder("minilm").encode(pair)
+    assert float(a @ b) < 0.99
