@@ -3,6 +3,8 @@ prompt shows; budget recall charges each entry the same way (its rendered text).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 
 from qgmem.answer import context_tokens, count_tokens, item_tokens, memory_text, serialize_working_memory
@@ -10,6 +12,7 @@ from qgmem.evaluation.config import RetrievalBenchConfig
 from qgmem.evaluation.retrieval import run_benchmark
 from qgmem.io import read_jsonl
 from qgmem.methods import MethodContext, make_methods
+from qgmem.retrieve import qcache
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.store import MemoryStore
 from qgmem.testing.hash_embedder import HashEmbedder
@@ -23,6 +26,7 @@ def hashed(monkeypatch):
     import qgmem.embed
 
     emb = HashEmbedder(dim=64)
+    monkeypatch.setattr(qcache, "_CACHE", OrderedDict())  # query vectors of other embedders stay apart
     get = lambda name="minilm", device=None: emb  # noqa: E731
     monkeypatch.setattr(qgmem.embed, "get_embedder", get)
     monkeypatch.setattr(qgmem.baselines.dense_turns, "get_embedder", get)

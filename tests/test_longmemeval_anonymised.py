@@ -5,6 +5,8 @@ anything a method indexes."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import json
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 from qgmem.data import load_longmemeval
 from qgmem.methods import MethodContext, make_methods
+from qgmem.retrieve import qcache
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.store import MemoryStore
 from qgmem.testing.hash_embedder import HashEmbedder
@@ -74,6 +77,7 @@ def hashed(monkeypatch):
             return super().encode(texts, show_progress)
 
     emb = Recording(dim=64)
+    monkeypatch.setattr(qcache, "_CACHE", OrderedDict())  # query vectors of other embedders stay apart
     get = lambda name="minilm", device=None: emb  # noqa: E731
     monkeypatch.setattr(qgmem.embed, "get_embedder", get)
     monkeypatch.setattr(qgmem.baselines.dense_turns, "get_embedder", get)

@@ -3,10 +3,13 @@ the dense index read and what the answer model is shown, once per turn."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 
 from qgmem.answer import memory_text
 from qgmem.baselines.bm25_turns import BM25Turns
+from qgmem.retrieve import qcache
 from qgmem.testing.hash_embedder import HashEmbedder
 from qgmem.types import Question
 
@@ -30,6 +33,7 @@ def recorded(monkeypatch):
             return super().encode(texts, show_progress)
 
     docs_dense: list[str] = []
+    monkeypatch.setattr(qcache, "_CACHE", OrderedDict())  # query vectors of other embedders stay apart
     monkeypatch.setattr(lexical.LexicalIndex, "__init__", recording)
     monkeypatch.setattr(qgmem.baselines.dense_turns, "get_embedder", lambda name="minilm", device=None: Recording(64))
     return docs, docs_dense
