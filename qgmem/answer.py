@@ -100,8 +100,12 @@ def serialize_working_memory(wm: WorkingMemory, with_graph: bool = True, graph: 
     return "\n\n".join(out)
 
 
+TOKEN_DEFINITION = "words and punctuation marks"
+
+
 def count_tokens(text: str) -> int:
-    """Approximate LLM tokens as words and punctuation marks (model-independent, so methods compare)."""
+    """The one context-token count of the package: words and punctuation marks (model-independent, so
+    every method is counted alike; see `context_tokens` and `item_tokens`)."""
     return len(re.findall(r"\w+|[^\w\s]", text))
 
 
@@ -218,6 +222,23 @@ def memory_text(method: MemoryMethod, wm: WorkingMemory, with_graph: bool = True
     if own is not None:
         return own
     return serialize_working_memory(wm, with_graph=with_graph and method.graph_in_memory)
+
+
+def context_tokens(method: MemoryMethod, wm: WorkingMemory, with_graph: bool = True) -> int:
+    """Context tokens of a working memory: `count_tokens` of the memory text the answer prompt shows
+    (`memory_text`), the same counter and rendering for every method."""
+    return count_tokens(memory_text(method, wm, with_graph))
+
+
+def item_tokens(method: MemoryMethod, wm: WorkingMemory) -> list[int]:
+    """Per entry, in rank order: the tokens of that entry as the answer prompt renders it (the memory
+    text of a working memory holding that entry alone, without the local graph). Budget recall charges
+    these, so an entry pays for everything the model reads of it (claim, time, source, trajectory)."""
+    out = []
+    for it in wm.items:
+        one = WorkingMemory(question=wm.question, items=[it], method=wm.method)
+        out.append(count_tokens(memory_text(method, one, with_graph=False)))
+    return out
 
 
 def generate_answers(method: MemoryMethod, batch: list[tuple[Question, WorkingMemory]], backend: ChatBackend | None,

@@ -1,7 +1,7 @@
 """Time expressions -> inclusive ISO date intervals, resolved against a reference date.
 
 One resolver for both sides of retrieval: a memory unit's *fact time* is resolved against its session
-date ("I went to a support group yesterday" said on 8 May 2023 -> 2023-05-07), a question's time
+date ("I joined a beekeeping course yesterday" said on 14 March 2019 -> 2019-03-13), a question's time
 constraint against the question time, so the same words always name the same interval. Vague
 expressions ("recently", "a few days ago", "the other day", "the week before") resolve to None =
 unspecified, as the paper asks: there is nothing to anchor them to.

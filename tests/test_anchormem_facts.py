@@ -37,7 +37,7 @@ def test_parse_facts_reply_on_the_prompts_own_format() -> None:
     tmpl = load_prompt("extract_facts")
     example = tmpl.split("Answer:\n", 1)[1].splitlines()[0]  # the worked example's answer line
     facts = parse_facts_reply(example)
-    assert len(facts) == 3 and facts[0].startswith("Alice started a new job at Acme")
+    assert len(facts) == 3 and facts[0].startswith("Odile started a new job at the Brightwater bakery")
     fmt = next(line for line in tmpl.splitlines() if line.startswith('{"facts"'))
     assert parse_facts_reply(fmt) == ["<Name> <fact>", "<Name> <fact>"]
     assert parse_facts_reply('{"facts": []}') == []

@@ -44,24 +44,24 @@ def test_binary_ndcg_hand_computed_with_duplicates_and_ties():
     assert rm.ndcg_at_k([["x"]], gold, 10) == 0.0
 
 
-def test_budget_recall_stops_at_first_item_that_does_not_fit_and_dedups_turns():
-    tokens = {"a": 300, "b": 200, "c": 150, "d": 700}
+def test_budget_recall_stops_at_first_item_that_does_not_fit():
+    costs = [300, 200, 150, 700]  # each item's rendered text, as the answer model reads it
     items = [["a"], ["a", "b"], ["c"], ["d"]]
-    # a (300) + b (200, a already paid) = 500; c would make 650 > 600 -> stop
-    assert rm.budget_prefix(items, tokens, 600) == [["a"], ["a", "b"]]
-    assert rm.budget_recall(items, ["b", "c"], tokens, 600) == pytest.approx(0.5)
-    assert rm.budget_recall(items, ["b", "c"], tokens, 650) == pytest.approx(1.0)
+    # 300 + 200 = 500; c would make 650 > 600 -> stop
+    assert rm.budget_prefix(items, costs, 600) == [["a"], ["a", "b"]]
+    assert rm.budget_recall(items, ["b", "c"], costs, 600) == pytest.approx(0.5)
+    assert rm.budget_recall(items, ["b", "c"], costs, 650) == pytest.approx(1.0)
     # a first item over budget leaves nothing
-    assert rm.budget_recall([["d"], ["c"]], ["c"], tokens, 600) == 0.0
-    with pytest.raises(KeyError, match="zz"):
-        rm.budget_prefix([["zz"]], tokens, 600)
+    assert rm.budget_recall([["d"], ["c"]], ["c"], [700, 150], 600) == 0.0
+    with pytest.raises(ValueError, match="one cost per item"):
+        rm.budget_prefix(items, costs[:2], 600)
 
 
 def test_no_gold_is_undefined_not_zero():
-    assert rm.score_question([["a"]], [], 10, {"a": 1}, 600) is None
+    assert rm.score_question([["a"]], [], 10, [1], 600) is None
     with pytest.raises(ValueError, match="gold"):
         rm.recall_at_k([["a"]], [], 10)
-    s = rm.score_question([["a"], ["b"]], ["b"], 10, {"a": 5, "b": 5}, 600)
+    s = rm.score_question([["a"], ["b"]], ["b"], 10, [5, 5], 600)
     assert s is not None and s.recall == 1.0 and s.precision == pytest.approx(0.1)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..answer import context_tokens
 from ..llm.base import ChatBackend
 from ..types import Conversation, MemoryItem, MethodBase, Question, WorkingMemory
 from .config import AnchorMemConfig
@@ -297,9 +298,9 @@ class AnchorMemMethod(MethodBase):
         for n, it in enumerate(items):  # citable labels as the shared answer prompt expects them
             it.meta["am_label"] = it.label
             it.label = f"M{n + 1}"
-        tokens = sum(len(it.text.split()) for it in items)
-        return WorkingMemory(question=question, items=items, method=self.name, context_tokens=tokens,
-                             meta={"namespace": ns, "k": k})
+        wm = WorkingMemory(question=question, items=items, method=self.name, meta={"namespace": ns, "k": k})
+        wm.context_tokens = context_tokens(self, wm)  # the one count of every method (qgmem.answer)
+        return wm
 
 
 def _settings(meta: dict[str, Any]) -> str:

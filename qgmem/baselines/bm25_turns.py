@@ -1,21 +1,23 @@
-"""Baseline: BM25 over raw turns (each turn rendered as "speaker: text [image caption]")."""
+"""Baseline: BM25 over raw turns, each indexed and shown as "speaker: text [image caption] (session date)"."""
 
 from __future__ import annotations
 
+from qgmem.answer import context_tokens
+from qgmem.baselines.turn_docs import dated_turns, turn_items
 from qgmem.retrieve.lexical import LexicalIndex
-from qgmem.types import Conversation, MemoryItem, MethodBase, Question, Turn, WorkingMemory
+from qgmem.types import Conversation, MethodBase, Question, Turn, WorkingMemory
 
 
 class BM25Turns(MethodBase):
     name = "bm25-turns"
 
     def __init__(self) -> None:
-        self._convs: dict[str, tuple[list[Turn], LexicalIndex]] = {}
+        self._convs: dict[str, tuple[list[tuple[Turn, str]], LexicalIndex]] = {}
         self._last: str | None = None
 
     def build(self, conversation: Conversation) -> None:
-        turns = conversation.turns()
-        self._convs[conversation.id] = (turns, LexicalIndex([t.render() for t in turns]))
+        turns = dated_turns(conversation)
+        self._convs[conversation.id] = (turns, LexicalIndex([doc for _, doc in turns]))
         self._last = conversation.id
 
     def release(self, namespace: str) -> None:
@@ -25,9 +27,9 @@ class BM25Turns(MethodBase):
     def activate(self, question: Question, k: int = 10) -> WorkingMemory:
         turns, index = _lookup(self._convs, question, self._last, self.name)
         hits = index.search(question.text, k)
-        items = [MemoryItem(label=f"T{r + 1}", kind="turn", text=turns[i].render(), turn_ids=[turns[i].id],
-                            score=s, source_text=turns[i].render()) for r, (i, s) in enumerate(hits)]
-        return WorkingMemory(question=question, items=items, method=self.name)
+        wm = WorkingMemory(question=question, items=turn_items(turns, hits), method=self.name)
+        wm.context_tokens = context_tokens(self, wm)
+        return wm
 
 
 def _lookup(convs: dict, question: Question, last: str | None, name: str):

@@ -1,14 +1,17 @@
-"""Baseline `dense-turns` (naive RAG): sentence-embedding similarity over raw turns (packaged MiniLM by default)."""
+"""Baseline `dense-turns` (naive RAG): sentence-embedding similarity over raw turns (packaged MiniLM by default),
+each embedded and shown as "speaker: text [image caption] (session date)"."""
 
 from __future__ import annotations
 
 import time
 
+from qgmem.answer import context_tokens
 from qgmem.baselines.bm25_turns import _lookup
+from qgmem.baselines.turn_docs import dated_turns, turn_items
 from qgmem.embed import get_embedder
 from qgmem.retrieve.dense import DenseIndex
 from qgmem.retrieve.qcache import encode_queries
-from qgmem.types import Conversation, MemoryItem, MethodBase, Question, Turn, WorkingMemory
+from qgmem.types import Conversation, MethodBase, Question, Turn, WorkingMemory
 
 
 class DenseTurns(MethodBase):
@@ -17,12 +20,12 @@ class DenseTurns(MethodBase):
     def __init__(self, embedder: str = "minilm", device: str | None = None, store: object | None = None) -> None:
         self.embedder = get_embedder(embedder, device)
         self.store = store  # optional MemoryStore: turn embeddings are cached there
-        self._convs: dict[str, tuple[list[Turn], DenseIndex]] = {}
+        self._convs: dict[str, tuple[list[tuple[Turn, str]], DenseIndex]] = {}
         self._last: str | None = None
 
     def build(self, conversation: Conversation) -> None:
-        turns = conversation.turns()
-        texts = [t.render() for t in turns]
+        turns = dated_turns(conversation)
+        texts = [doc for _, doc in turns]
         got = self.store.get_embeddings(conversation.id, "dense-turns") if self.store is not None else None
         if got is not None and got[2] == self.embedder.name and list(got[0]) == texts:
             emb = got[1]
@@ -44,7 +47,8 @@ class DenseTurns(MethodBase):
         qv, encode_ms = encode_queries(self.embedder, [question.text])  # cached texts report their first cost
         t_skip = time.perf_counter() - t1
         hits = index.search(qv[0], k)
-        items = [MemoryItem(label=f"T{r + 1}", kind="turn", text=turns[i].render(), turn_ids=[turns[i].id],
-                            score=s, source_text=turns[i].render()) for r, (i, s) in enumerate(hits)]
-        return WorkingMemory(question=question, items=items, method=self.name, meta={"encode_ms": encode_ms,
-                             "latency_ms": (time.perf_counter() - t0 - t_skip) * 1000 + encode_ms})
+        latency_ms = (time.perf_counter() - t0 - t_skip) * 1000 + encode_ms
+        wm = WorkingMemory(question=question, items=turn_items(turns, hits), method=self.name,
+                           meta={"encode_ms": encode_ms, "latency_ms": latency_ms})
+        wm.context_tokens = context_tokens(self, wm)
+        return wm

@@ -3,22 +3,28 @@
 Each instance has its own haystack, so each becomes its own Conversation (id = question_id) with
 one question. Choices:
 
-- Sessions = the haystack sessions (id = haystack session id, date from ``haystack_dates``), put in
-  chronological order (stable sort; S is already sorted, the oracle is not). The file's order is kept
-  in ``Conversation.meta['haystack_order']``.
-- A session id repeated inside one haystack (S: 13 filler sessions, identical turns, other dates) is
-  kept under ``<id>#2``; ``meta['renamed_duplicate_sessions']`` maps new -> original id.
-- Turn id = ``"<session_id>:<i>"`` with ``i`` the 0-based position in the session; speaker = role.
+- Sessions = the haystack sessions (date from ``haystack_dates``), put in chronological order
+  (stable sort; S is already sorted, the oracle is not).
+- Session ids are anonymised before anything sees them: the benchmark names gold sessions
+  ``answer_<hex>``, a name that could leak into rankings (ties broken by id, ids hashed or indexed as
+  text). Each session gets the opaque id ``s<position>`` (4 digits) by its place in the chronological
+  order, which a method sees anyway through the dates, so the id says nothing the dialogue does not.
+  ``Conversation.meta['original_session_ids']`` maps opaque -> benchmark id, and
+  ``Question.meta['original_evidence']`` / ``['original_evidence_sessions']`` keep the benchmark's gold
+  ids: for reports only, never indexed. The file's order is ``meta['haystack_order']`` (opaque ids).
+- A session id repeated inside one haystack (S: 13 filler sessions, identical turns, other dates) gives
+  two sessions; both map to the repeated benchmark id.
+- Turn id = ``"<opaque session id>:<i>"`` with ``i`` the 0-based position in the session; speaker = role.
 - ``Question.evidence`` = turns with ``has_answer: true``; ``evidence_sessions`` = ``answer_session_ids``
-  (an answer session missing from the haystack would be listed in ``unmatched_evidence``; none is);
-  ``category`` = ``question_type``; ``meta['abstention']`` = question id ends with ``_abs``.
+  (an answer session missing from the haystack would be listed in ``unmatched_evidence`` under its
+  benchmark id; none is); ``category`` = ``question_type``; ``meta['abstention']`` = question id ends
+  with ``_abs``.
 - ``question_time`` = ISO of ``question_date``.
 
 The S file unpacks to 257 MB, so instances are decoded one at a time from the (xz) stream
 (`jsonfile.iter_json_array`) and turned into dataclasses right away; the raw dicts of one instance
 are dropped before the next is read. ``limit`` stops after that many instances.
 """
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -70,63 +76,79 @@ def load_longmemeval(variant: Variant = "oracle", path: str | Path | None = None
     return list(iter_longmemeval(variant, path, limit=limit, progress=progress))
 
 
-def _instance(path: Path, i: int, inst: object) -> Conversation:
-    ctx = Ctx(path, f"instance {i}")
-    qid = ctx.field(inst, "question_id", str)
-    ctx = Ctx(path, f"instance {i} ({qid})")
+def _sessions(ctx: Ctx, inst: object) -> list[tuple[str, Session, list[int]]]:
+    """(benchmark id, session with provisional ids, indices of its has_answer turns) in file order."""
     sids = ctx.field(inst, "haystack_session_ids", list)
     dates = ctx.field(inst, "haystack_dates", list)
     raw_sessions = ctx.field(inst, "haystack_sessions", list)
     if not len(sids) == len(dates) == len(raw_sessions):
         raise ctx.error(f"fields 'haystack_session_ids', 'haystack_dates', 'haystack_sessions' differ in length "
                         f"({len(sids)}, {len(dates)}, {len(raw_sessions)})")
-    sessions: list[Session] = []
-    evidence: list[str] = []
-    seen: set[str] = set()
-    renamed: dict[str, str] = {}
+    out: list[tuple[str, Session, list[int]]] = []
     for k, (sid, dtext, turns) in enumerate(zip(sids, dates, raw_sessions)):
         sctx = ctx.sub(f"session {k} ({sid})")
         if not isinstance(sid, str):
             raise ctx.error(f"field 'haystack_session_ids' item {k} should be a string, got {sid!r}")
-        if sid in seen:
-            # S repeats a few filler sessions (13 ids, same turns, other dates): keep both, renamed
-            n = 2
-            while f"{sid}#{n}" in seen:
-                n += 1
-            renamed[f"{sid}#{n}"] = sid
-            sid = f"{sid}#{n}"
-        seen.add(sid)
         if not isinstance(turns, list):
             raise sctx.error(f"field 'haystack_sessions' item {k} should be a list of turns")
         date = parse_longmemeval_date(dtext) if isinstance(dtext, str) else None
         if date is None:
             raise ctx.error(f"field 'haystack_dates' item {k} is not a date: {dtext!r}")
-        out: list[Turn] = []
+        made: list[Turn] = []
+        gold: list[int] = []
         for j, t in enumerate(turns):
             tctx = sctx.sub(f"turn {j}")
-            tid = f"{sid}:{j}"
-            out.append(Turn(id=tid, speaker=tctx.field(t, "role", str), text=tctx.field(t, "content", str)))
+            made.append(Turn(id=str(j), speaker=tctx.field(t, "role", str), text=tctx.field(t, "content", str)))
             if t.get("has_answer") is True:
-                evidence.append(tid)
-        sessions.append(Session(id=sid, date=date, turns=out, date_text=dtext))
-    order = [s.id for s in sessions]
-    sessions.sort(key=lambda s: s.date or "")
+                gold.append(j)
+        out.append((sid, Session(id=str(k), date=date, turns=made, date_text=dtext), gold))
+    return out
+
+
+def _anonymise(raw: list[tuple[str, Session, list[int]]]) -> tuple[list[Session], dict[str, str], list[str]]:
+    """Sessions in chronological order under opaque ids ``s0000``.. (by that order, never by benchmark id);
+    (sessions, opaque -> benchmark id, opaque ids in file order). Turn ids become ``<opaque>:<i>``."""
+    order = sorted(range(len(raw)), key=lambda k: raw[k][1].date or "")  # stable: ties keep file order
+    width = max(4, len(str(len(raw) - 1)))
+    new_id = {k: f"s{pos:0{width}d}" for pos, k in enumerate(order)}
+    sessions: list[Session] = []
+    for k in order:
+        s = raw[k][1]
+        s.id = new_id[k]
+        for j, t in enumerate(s.turns):
+            t.id = f"{s.id}:{j}"
+        sessions.append(s)
+    original = {new_id[k]: raw[k][0] for k in order}
+    return sessions, original, [new_id[k] for k in range(len(raw))]
+
+
+def _instance(path: Path, i: int, inst: object) -> Conversation:
+    ctx = Ctx(path, f"instance {i}")
+    qid = ctx.field(inst, "question_id", str)
+    ctx = Ctx(path, f"instance {i} ({qid})")
+    raw = _sessions(ctx, inst)
+    evidence_at = [(k, j) for k, (_, _, gold) in enumerate(raw) for j in gold]  # file order, as the benchmark
+    original_evidence = [f"{raw[k][0]}:{j}" for k, j in evidence_at]
+    sessions, original, file_order = _anonymise(raw)
+    evidence = [raw[k][1].turns[j].id for k, j in evidence_at]
+    first_of: dict[str, str] = {}  # benchmark id -> opaque id of its first copy in the file
+    for new in file_order:
+        first_of.setdefault(original[new], new)
 
     answer = ctx.field(inst, "answer", (str, int, float))
-    ev_sessions = ctx.field(inst, "answer_session_ids", list)
-    missing = [s for s in ev_sessions if s not in seen]
+    ev_sessions = [str(s) for s in ctx.field(inst, "answer_session_ids", list)]
     qdate_text = ctx.field(inst, "question_date", str)
     qtime = parse_longmemeval_date(qdate_text)
     if qtime is None:
         raise ctx.error(f"field 'question_date' is not a date: {qdate_text!r}")
     q = Question(id=qid, text=ctx.field(inst, "question", str), answers=[str(answer)],
                  category=ctx.field(inst, "question_type", str), evidence=evidence,
-                 evidence_sessions=[str(s) for s in ev_sessions if s in seen], question_time=qtime,
-                 conversation_id=qid, unmatched_evidence=[str(s) for s in missing],
-                 meta={"abstention": qid.endswith("_abs"), "question_date": qdate_text})
-    meta: dict[str, object] = {"haystack_order": order}
-    if renamed:
-        meta["renamed_duplicate_sessions"] = renamed
+                 evidence_sessions=[first_of[s] for s in ev_sessions if s in first_of], question_time=qtime,
+                 conversation_id=qid, unmatched_evidence=[s for s in ev_sessions if s not in first_of],
+                 meta={"abstention": qid.endswith("_abs"), "question_date": qdate_text,
+                       "original_evidence": original_evidence,
+                       "original_evidence_sessions": [s for s in ev_sessions if s in first_of]})
+    meta: dict[str, object] = {"haystack_order": file_order, "original_session_ids": original}
     return Conversation(id=qid, sessions=sessions, questions=[q], speakers=["user", "assistant"], meta=meta)
 
 

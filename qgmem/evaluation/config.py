@@ -25,7 +25,8 @@ class SubsetConfig:
     seeded; the questions keep their benchmark order."""
 
     conversations: list[str] = field(default_factory=list)  # conversation ids to keep
-    max_conversations: int = 0  # first N conversations (after `conversations`)
+    exclude_conversations: list[str] = field(default_factory=list)  # ids never scored (e.g. the dev/tuning split)
+    max_conversations: int = 0  # first N conversations (after `conversations` and `exclude_conversations`)
     categories: list[str] = field(default_factory=list)
     per_category: int = 0  # at most this many questions per (conversation, category)
     per_category_overrides: dict[str, int] = field(default_factory=dict)  # e.g. {"5": 3}

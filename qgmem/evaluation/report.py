@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from qgmem.answer import TOKEN_DEFINITION
 from qgmem.evaluation.bootstrap import bootstrap_ci
 from qgmem.evaluation.config import EvalConfig
 from qgmem.evaluation.judge import repeated_accuracy
@@ -22,7 +23,8 @@ from qgmem.io import atomic_write_json, atomic_write_text, read_jsonl
 F1_DEFINITION = ("f1_locomo = official LoCoMo task_eval/evaluation.py F1 (normalised, Porter-stemmed token bag; "
                  "cat 1 comma-split multi-answer, cat 3 gold cut at ';', cat 5 abstention phrases); "
                  "f1_squad = SQuAD-style token F1 (no stemming); bleu1 = nltk BLEU-1, smoothing method1")
-CONTEXT_TOKENS_DEFINITION = "context_tokens = words and punctuation marks of the memory text shown to the answer model"
+CONTEXT_TOKENS_DEFINITION = (f"context_tokens = {TOKEN_DEFINITION} of the memory text shown to the answer model, "
+                             "one counter for every method; budget recall charges each entry the same way")
 RETRIEVAL_KEYS = ("recall", "all_hit", "precision", "ndcg", "budget_recall")
 
 

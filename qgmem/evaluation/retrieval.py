@@ -20,6 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from qgmem.answer import TOKEN_DEFINITION, context_tokens, item_tokens
 from qgmem.config import ConfigError, apply_overrides, from_dict, read_yaml
 from qgmem.evaluation import retrieval_metrics as rm
 from qgmem.evaluation.config import MOVED, RetrievalBenchConfig
@@ -91,9 +92,9 @@ def _table(summary: dict[str, Any], metrics: list[str]) -> str:
 
 
 def _score_conversation(name: str, m: MemoryMethod, conv: Conversation, todo: list[Question],
-                        cfg: RetrievalBenchConfig, counter: Any, lme: bool) -> list[dict[str, Any]]:
-    """Build `conv` into `m`, activate and score each question; one row per question."""
-    turn_tokens = {t.id: counter(t.render()) for t in conv.turns()}
+                        cfg: RetrievalBenchConfig, lme: bool) -> list[dict[str, Any]]:
+    """Build `conv` into `m`, activate and score each question; one row per question. Context tokens and
+    budget costs are the memory text as the answer prompt shows it, one counter for every method."""
     m.build(conv)
     rows = []
     for q in todo:
@@ -102,8 +103,8 @@ def _score_conversation(name: str, m: MemoryMethod, conv: Conversation, todo: li
         wm = m.activate(q, cfg.k)
         lat = float(wm.meta.get("latency_ms", (time.perf_counter() - t0) * 1000))
         items = [list(it.turn_ids) for it in wm.items]
-        sc = rm.score_question(items, q.evidence, cfg.k, turn_tokens, cfg.token_budget)
-        ctx = wm.context_tokens or sum(counter(it.text) for it in wm.items)
+        sc = rm.score_question(items, q.evidence, cfg.k, item_tokens(m, wm), cfg.token_budget)
+        ctx = context_tokens(m, wm)
         row = {"method": name, "qid": question_key(conv.id, q.id), "category": q.category, "items": items,
                "gold": q.evidence, "scores": sc.__dict__ if sc else None, "latency_ms": lat, "context_tokens": ctx}
         if lme and sc is not None:
@@ -122,7 +123,6 @@ def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] |
 
 
 def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversation] | None) -> dict[str, Any]:
-    from qgmem.retrieve.method import TokenCounter
     from qgmem.store import MemoryStore
 
     lme = cfg.benchmark.lower().startswith("longmemeval")
@@ -130,7 +130,6 @@ def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversat
     store = MemoryStore(cfg.store_dir or run_dir / "store")
     methods = make_run_methods(cfg, store)
     runner = {name: next(n for n, o in methods.items() if o is m) for name, m in methods.items()}  # first name of each object
-    counter = TokenCounter(cfg.retrieval.token_counter, _embedder(cfg))
     path = run_dir / RETRIEVAL_ROWS
     done = {(r["method"], r["qid"]): r for r in read_jsonl(path)}
     rows: dict[str, list[dict[str, Any]]] = {n: [] for n in methods}
@@ -144,7 +143,7 @@ def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversat
             rows[name].extend(done[k] for k in keys if k in done)
             todo = [q for q, k in zip(qs, keys) if k not in done]
             if todo:
-                new = _score_conversation(name, m, conv, todo, cfg, counter, lme)
+                new = _score_conversation(name, m, conv, todo, cfg, lme)
                 append_jsonl(path, new)
                 rows[name].extend(new)
     summary = _summarise(cfg, rows, runner, len(selection), unmatched, lme)
@@ -175,7 +174,7 @@ def _summarise(cfg: RetrievalBenchConfig, rows: dict[str, list[dict[str, Any]]],
     for cat in sorted({r["category"] for rs in rows.values() for r in rs}):
         add(f"category {cat}", lambda r, c=cat: r["category"] == c)
     return {"task": "retrieval", "benchmark": cfg.benchmark, "run": cfg.run_name, "methods": list(cfg.methods),
-            "k": cfg.k, "token_budget": cfg.token_budget, "token_counter": cfg.retrieval.token_counter,
+            "k": cfg.k, "token_budget": cfg.token_budget, "token_count": TOKEN_DEFINITION,
             "conversations": n_convs, "unmatched_gold_ids": unmatched, "groups": groups}
 
 
@@ -183,7 +182,8 @@ def _markdown(cfg: RetrievalBenchConfig, summary: dict[str, Any], lme: bool) -> 
     metrics = ["recall", "all_hit", "precision", "ndcg", "budget_recall", "latency_p50_ms", "latency_p95_ms",
                "context_tokens_mean"]
     md = (f"# Retrieval: {cfg.benchmark}\n\nk = {cfg.k}; budget recall at {cfg.token_budget} tokens "
-          f"({cfg.retrieval.token_counter} tokenizer); {summary['conversations']} conversations; questions without gold "
+          f"({TOKEN_DEFINITION} of each entry as the answer prompt shows it, for every method); "
+          f"{summary['conversations']} conversations; questions without gold "
           f"evidence are not scored (column n counts scored questions); unmatched gold ids: "
           f"{summary['unmatched_gold_ids']}.\n")
     if cfg.retrieval.allow_partial:
@@ -194,12 +194,6 @@ def _markdown(cfg: RetrievalBenchConfig, summary: dict[str, Any], lme: bool) -> 
         off = [f"{lv}_{m}@{kk}" for lv in ("session", "turn") for m in ("recall_any", "recall_all", "ndcg") for kk in (5, 10)]
         md += "\n## LongMemEval official metrics\n" + _table(summary, off)
     return md
-
-
-def _embedder(cfg: RetrievalBenchConfig) -> Any:
-    from qgmem.embed import get_embedder
-
-    return get_embedder(cfg.retrieval.embedder, cfg.retrieval.device)
 
 
 def main(config_path: str, overrides: list[str], resume: bool = False) -> int:

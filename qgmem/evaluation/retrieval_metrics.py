@@ -10,9 +10,11 @@ the turn ids it covers; one definition scores them all:
 - binary nDCG@k: an item is relevant (gain 1) if it covers a gold turn that no higher-ranked item
   covered, so duplicates earn nothing twice; the ideal ranking puts min(k, #gold) relevant items
   first. Gain at rank i is discounted by log2(i + 1).
-- Recall at a token budget: items are taken in rank order while the tokens of the turns they add
-  (turns already taken cost nothing again) fit in the budget; the first item that does not fit ends
-  the list. Long spans therefore cannot buy recall.
+- Recall at a token budget: items are taken in rank order while their costs fit in the budget; the
+  first item that does not fit ends the list. An item's cost is the tokens of the text the answer
+  model reads for it (`qgmem.answer.item_tokens`: the entry as the answer prompt renders it, one
+  counter for every method), so long entries cannot buy recall, and an entry that shows turns an
+  earlier entry showed pays for them again, as the model reads them again.
 
 Questions without gold evidence have no defined recall; callers skip them and count them
 (`score_question` returns None).
@@ -72,30 +74,24 @@ def ndcg_at_k(items: Sequence[Sequence[str]], gold: Sequence[str], k: int) -> fl
     return dcg / ideal
 
 
-def budget_prefix(items: Sequence[Sequence[str]], turn_tokens: Mapping[str, int], budget: int) -> list[list[str]]:
-    """The ranked items that fit in `budget` tokens of (deduplicated) turn text; unknown turns raise."""
-    taken: set[str] = set()
+def budget_prefix(items: Sequence[Sequence[str]], costs: Sequence[int], budget: int) -> list[list[str]]:
+    """The ranked items whose summed costs (one per item, in the same order) fit in `budget` tokens."""
+    if len(costs) != len(items):
+        raise ValueError(f"budget recall needs one cost per item: {len(items)} items, {len(costs)} costs")
     used = 0
     out: list[list[str]] = []
-    for it in items:
-        new = [t for t in dict.fromkeys(it) if t not in taken]
-        for t in new:
-            if t not in turn_tokens:
-                raise KeyError(f"turn id {t!r} has no token count (not a turn of this conversation)")
-        cost = sum(turn_tokens[t] for t in new)
+    for it, cost in zip(items, costs):
         if used + cost > budget:
             break
         used += cost
-        taken.update(new)
         out.append(list(it))
     return out
 
 
-def budget_recall(items: Sequence[Sequence[str]], gold: Sequence[str], turn_tokens: Mapping[str, int],
-                  budget: int) -> float:
+def budget_recall(items: Sequence[Sequence[str]], gold: Sequence[str], costs: Sequence[int], budget: int) -> float:
     if not _gold_set(gold):
         raise ValueError("recall is undefined without gold evidence")
-    kept = budget_prefix(items, turn_tokens, budget)
+    kept = budget_prefix(items, costs, budget)
     return recall_at_k(kept, gold, len(kept))
 
 
@@ -109,8 +105,9 @@ class QuestionScores:
 
 
 def score_question(items: Sequence[Sequence[str]], gold: Sequence[str], k: int,
-                   turn_tokens: Mapping[str, int], budget: int) -> QuestionScores | None:
-    """All per-question metrics; None when the question has no gold evidence (callers count those)."""
+                   costs: Sequence[int], budget: int) -> QuestionScores | None:
+    """All per-question metrics; None when the question has no gold evidence (callers count those).
+    `costs`: each item's tokens as shown to the answer model (`qgmem.answer.item_tokens`)."""
     if not _gold_set(gold):
         return None
     return QuestionScores(
@@ -118,7 +115,7 @@ def score_question(items: Sequence[Sequence[str]], gold: Sequence[str], k: int,
         all_hit=all_hit_at_k(items, gold, k),
         precision=precision_at_k(items, gold, k),
         ndcg=ndcg_at_k(items, gold, k),
-        budget_recall=budget_recall(items, gold, turn_tokens, budget),
+        budget_recall=budget_recall(items, gold, costs, budget),
     )
 
 

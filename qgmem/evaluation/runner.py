@@ -16,7 +16,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from qgmem.answer import count_tokens
+from qgmem.answer import context_tokens, count_tokens, item_tokens
 from qgmem.evaluation.config import EvalConfig
 from qgmem.evaluation.metrics import answer_scores
 from qgmem.evaluation.runs import (BUILDS, PREDICTIONS, done_keys, failure_recorded, finish_run, open_run,
@@ -52,12 +52,13 @@ def merge_usage(*parts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _retrieval_scores(wm: WorkingMemory, q: Question, k: int, turn_tokens: dict[str, int],
+def _retrieval_scores(method: MemoryMethod, wm: WorkingMemory, q: Question, k: int,
                       budget: int) -> dict[str, float] | None:
+    """Retrieval metrics of one working memory; budget recall charges each entry as the answer prompt shows it."""
     from qgmem.evaluation.retrieval_metrics import score_question
 
     items = [list(it.turn_ids) for it in wm.items]
-    s = score_question(items, q.evidence, k, turn_tokens, budget)
+    s = score_question(items, q.evidence, k, item_tokens(method, wm), budget)
     if s is None:
         return None
     return {"recall": s.recall, "all_hit": s.all_hit, "precision": s.precision, "ndcg": s.ndcg,
@@ -139,12 +140,11 @@ class Evaluator:
                 build_s = time.perf_counter() - t0
                 append_jsonl(self.run_dir / BUILDS, [{"method": name, "conversation_id": conv.id, "seconds": build_s,
                                                      "usage": usage_delta(before, _usage_snapshot(ab))}])
-                turn_tokens = {t.id: count_tokens(t.render()) for t in conv.turns()}
                 bar = tqdm(total=len(todo), desc=f"{name} {conv.id}", disable=not self.show_progress, leave=False)
                 step = max(1, cfg.answer.batch_size)
                 for s in range(0, len(todo), step):
                     chunk = todo[s : s + step]
-                    recs = self._chunk(name, method, conv, chunk, ab, judge, turn_tokens)
+                    recs = self._chunk(name, method, conv, chunk, ab, judge)
                     append_jsonl(pred_path, recs)  # one fsynced append per chunk, one line per question
                     bar.update(len(chunk))
                 bar.close()
@@ -153,7 +153,7 @@ class Evaluator:
         return write_outputs(self.run_dir, cfg, self.command)
 
     def _chunk(self, name: str, method: MemoryMethod, conv: Conversation, chunk: list[Question], ab: ChatBackend | None,
-               judge: Any, turn_tokens: dict[str, int]) -> list[dict[str, Any]]:
+               judge: Any) -> list[dict[str, Any]]:
         """Activate each question, answer the chunk together, score, judge (judge calls in parallel)."""
         from qgmem.evaluation.coverage import semantic_coverage
         from qgmem.answer import generate_answers
@@ -182,11 +182,12 @@ class Evaluator:
                 "retrieved": [{"label": it.label, "kind": it.kind, "unit_id": it.unit.id if it.unit else None,
                                "turn_ids": list(it.turn_ids), "score": float(it.score)} for it in wm.items],
                 "turn_ids": wm.turn_ids(), "gold_turn_ids": list(q.evidence),
-                "context_tokens": count_tokens(ans.memory_text), "method_context_tokens": int(wm.context_tokens),
+                "context_tokens": count_tokens(ans.memory_text) if not method.answers_itself
+                else context_tokens(method, wm, cfg.answer.with_graph), "method_context_tokens": int(wm.context_tokens),
                 "truncated": bool(wm.meta.get("truncated", False)) or ans.memory_truncated,
                 "retrieval_seconds": r_s, "generation_seconds": ans.seconds,
                 "scores": answer_scores(ans.prediction, list(q.answers), str(q.category), cfg.benchmark),
-                "retrieval": _retrieval_scores(wm, q, cfg.k, turn_tokens, cfg.retrieval_token_budget),
+                "retrieval": _retrieval_scores(method, wm, q, cfg.k, cfg.retrieval_token_budget),
                 "usage": merge_usage(r_u, {"generation": gen} if ab is not None else {}),
             }
             recs.append(rec)

@@ -33,7 +33,7 @@ def _sample(items: list[Question], n: int, rng: random.Random) -> list[Question]
 
 def select(conversations: list[Conversation], cfg: SubsetConfig) -> list[tuple[Conversation, list[Question]]]:
     """(conversation, its selected questions) in benchmark order; conversations left with no
-    question are dropped. Raises ValueError naming any requested conversation id that is missing."""
+    question are dropped. Raises ValueError naming any requested or excluded conversation id that is missing."""
     convs = list(conversations)
     if cfg.conversations:
         by_id = {c.id: c for c in convs}
@@ -41,6 +41,12 @@ def select(conversations: list[Conversation], cfg: SubsetConfig) -> list[tuple[C
         if missing:
             raise ValueError(f"subset.conversations: unknown id(s) {missing}; e.g. {list(by_id)[:5]}")
         convs = [by_id[c] for c in cfg.conversations]
+    if cfg.exclude_conversations:  # the tuning split is never scored: left out before any sampling
+        known = {c.id for c in conversations}
+        missing = [c for c in cfg.exclude_conversations if c not in known]
+        if missing:
+            raise ValueError(f"subset.exclude_conversations: unknown id(s) {missing}; e.g. {sorted(known)[:5]}")
+        convs = [c for c in convs if c.id not in set(cfg.exclude_conversations)]
     if 0 < cfg.max_conversations < len(convs):
         if cfg.conversation_sample == "seeded":  # a seeded sample, benchmark order kept
             keep = set(random.Random(cfg.seed).sample(range(len(convs)), cfg.max_conversations))

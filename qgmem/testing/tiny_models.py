@@ -26,7 +26,7 @@ like m1 m2 m3 m4 m5 fact later updated trust latest state unless question asks p
 labels rely give final line short contain write mentioned asked
 secret colour color item items graph x y z key value has_colour has colour relations subject relation object
 red green blue yellow purple orange black white pink brown grey gold
-alice bob carol dave eve rex acme globex seattle paris dune foundation
+alice bob carol dina eve rex acme globex seattle paris dune foundation
 work works job lives live visited read reading dog city sister mom
 one two three four five six seven eight nine ten 0 1 2 3 4 5 6 7 8 9
 time said source trajectory superseded update relations between
