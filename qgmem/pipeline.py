@@ -33,7 +33,7 @@ from qgmem.graph.local_graph import GraphConfig
 from qgmem.llm.base import ChatBackend
 from qgmem.model.collate import GraphExample
 from qgmem.model.inputs import InputConfig, build_example
-from qgmem.retrieve.config import RetrievalConfig
+from qgmem.retrieve.config import RETIRED_KEYS, RetrievalConfig
 from qgmem.types import AtomicUnit, Conversation, Question, Session, WorkingMemory
 
 
@@ -60,7 +60,8 @@ def inference_settings(prepare: dict[str, Any] | None, where: str = "extra.prepa
     ``config`` of a prepared set's prepare_meta.json). Reads only the keys inference needs, so
     both today's prepare config and the one of qgmem 0.1.0 (which also had its own ``k``) load."""
     d = dict(prepare or {})
-    retrieval = from_dict(RetrievalConfig, dict(d.get("retrieval") or {}), f"{where}.retrieval")
+    stored = {k: v for k, v in dict(d.get("retrieval") or {}).items() if k not in RETIRED_KEYS}
+    retrieval = from_dict(RetrievalConfig, stored, f"{where}.retrieval")
     graph = from_dict(GraphConfig, dict(d.get("graph") or {}), f"{where}.graph")
     k = int(d["k"]) if d.get("k") is not None else retrieval.k  # 0.1.0 stored k next to retrieval
     return InferenceSettings(retrieval=retrieval, inputs=InputConfig(graph=graph,

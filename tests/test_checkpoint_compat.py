@@ -17,6 +17,7 @@ from torch_geometric.data import Batch
 from qgmem.config import to_dict
 from qgmem.graph.local_graph import GraphConfig, build_local_graph
 from qgmem.model.graph_token_lm import GraphTokenLM
+from qgmem.retrieve.config import RETIRED_KEYS
 from qgmem.pipeline import MemoryPipeline
 from qgmem.testing.hash_embedder import HashEmbedder
 from qgmem.testing.tiny_models import make_tiny
@@ -52,21 +53,21 @@ def test_old_checkpoint_gives_the_same_graph_tokens():
 
 def test_old_checkpoint_settings_reach_the_pipeline(tmp_path, monkeypatch, tiny_conversation):
     import qgmem.embed
-    import qgmem.retrieve.method as method
 
     # the fixture was written with a hashed 16-dim embedder (offline, no model download)
-    real_get, real_counter = qgmem.embed.get_embedder, method.TokenCounter
+    real_get = qgmem.embed.get_embedder
     hashed = HashEmbedder(dim=16)
     monkeypatch.setattr(qgmem.embed, "get_embedder",
                         lambda name="minilm", device=None: hashed if name == "hash" else real_get(name, device))
-    monkeypatch.setattr(method, "TokenCounter", lambda kind, embedder=None: real_counter("whitespace", embedder))
     llm, tok = make_tiny("qwen3", seed=0)
     pipe = MemoryPipeline.from_pretrained(CKPT, llm=(llm, tok), store_dir=tmp_path / "store", max_new_tokens=4)
     old = json.loads((CKPT / "qgmem_config.json").read_text())["extra"]["prepare"]
     assert pipe.k == 5 and pipe.max_length == 256
     assert pipe.retrieval.embedder == "hash" and pipe.retrieval.k == 5 and pipe.retrieval.rerank.kind == "none"
     # every retrieval setting as the old code stored it (fields added since then take their defaults)
-    assert _common(to_dict(pipe.retrieval), old["retrieval"]) == old["retrieval"]
+    # (retired keys such as token_counter are dropped with their meaning)
+    kept = {k: v for k, v in old["retrieval"].items() if k not in RETIRED_KEYS}
+    assert _common(to_dict(pipe.retrieval), kept) == kept
     assert pipe.inputs.graph == GCFG and pipe.inputs.text_with_graph is False
     ans = pipe.add(tiny_conversation, namespace="alice").answer("Where does Alice work now?", namespace="alice")
     assert 0 < len(ans.working_memory.items) <= 5

@@ -34,17 +34,14 @@ def hashed(monkeypatch):
 
 
 def _made(tmp_path) -> dict:
-    cfg = RetrievalConfig(embedder="hash", token_counter="whitespace")
+    cfg = RetrievalConfig(embedder="hash")
     opts = {"anchormem": {"integrator": "concat", "embedder": "hash"}, "full-context": {"max_context_tokens": 60}}
     return make_methods(METHODS, MethodContext(store=MemoryStore(tmp_path / "store"), retrieval=cfg), opts)
 
 
 @pytest.mark.parametrize("name", [
     "bm25-turns", "dense-turns", "full-context", "anchormem",
-    pytest.param("qgmem-activation", marks=pytest.mark.xfail(strict=True, reason=(
-        "retrieve/method.py (the lead's file) still counts with its own TokenCounter; the line "
-        "`wm.context_tokens = context_tokens(self, wm)` fixes it; then drop this mark"))),
-    pytest.param("qgmem-text", marks=pytest.mark.xfail(strict=True, reason="as qgmem-activation")),
+    "qgmem-activation", "qgmem-text",
 ])
 def test_every_method_counts_the_memory_text_the_answer_prompt_shows(name, tiny_conversation, tmp_path, hashed):
     m = _made(tmp_path)[name]

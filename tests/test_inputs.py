@@ -40,7 +40,7 @@ def hash_embedder(monkeypatch):
 
 def _prepare_cfg() -> PrepareConfig:
     return load_config(PrepareConfig, None, [
-        "dataset=fixture", "retrieval.embedder=hash", "retrieval.token_counter=whitespace",
+        "dataset=fixture", "retrieval.embedder=hash",
         "retrieval.rerank.kind=none", "retrieval.k=4", "graph.max_edges=4", "text_with_graph=true"])
 
 

@@ -85,7 +85,7 @@ def hashed(monkeypatch):
 
 
 def _methods(store_root: Path) -> dict:
-    cfg = RetrievalConfig(embedder="hash", token_counter="whitespace", extractor="rule", query_parser="rule")
+    cfg = RetrievalConfig(embedder="hash", extractor="rule", query_parser="rule")
     cfg.rerank.kind = "none"
     opts = {"anchormem": {"extractor": "rule", "integrator": "concat", "embedder": "hash"}}
     return make_methods(RETRIEVERS, MethodContext(store=MemoryStore(store_root), retrieval=cfg), opts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from qgmem.testing.openai_server import OpenAIServer
 
+from qgmem.answer import context_tokens
 from qgmem.retrieve.config import RerankConfig, RetrievalConfig
 from qgmem.retrieve.method import QGMemRetriever
 from qgmem.retrieve.rerank import ChatYesNoReranker, Reranker
@@ -63,8 +64,7 @@ def test_working_memory_holds_ranked_units_with_source_trajectory_and_token_coun
     assert it.source_text == "Alice: Big news: I left Acme Corp and now work at Globex as a manager."
     assert any("superseded" in line and "Acme Corp" in line for line in it.trajectory)
     assert any("current" in line and "(this memory)" in line for line in it.trajectory)
-    assert wm.context_tokens == sum(retriever.count_tokens(QGMemRetriever.item_text(x)) for x in wm.items)
-    assert wm.context_tokens > 0 and wm.meta["token_counter"] == "minilm"
+    assert wm.context_tokens == context_tokens(retriever, wm) > 0  # the text the answer prompt shows
     scores = [x.score for x in wm.items]
     assert scores == sorted(scores, reverse=True)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from qgmem.answer import context_tokens
 from qgmem.baselines.bm25_turns import _lookup
 from qgmem.baselines.turn_docs import dated_turns, turn_items
@@ -26,13 +28,13 @@ class DenseTurns(MethodBase):
     def build(self, conversation: Conversation) -> None:
         turns = dated_turns(conversation)
         texts = [doc for _, doc in turns]
-        got = self.store.get_embeddings(conversation.id, "dense-turns") if self.store is not None else None
-        if got is not None and got[2] == self.embedder.name and list(got[0]) == texts:
-            emb = got[1]
+        def encode(todo: list[str]) -> np.ndarray:
+            return self.embedder.encode(todo, show_progress=len(todo) > 2000)
+
+        if self.store is not None:  # the same rows as QGMem's turn-dense channel ("turns"), keyed by text hash
+            emb = self.store.cached_vectors(conversation.id, "turns", texts, encode, self.embedder.name)[0]
         else:
-            emb = self.embedder.encode(texts, show_progress=len(texts) > 2000)
-            if self.store is not None and texts:
-                self.store.set_embeddings(conversation.id, "dense-turns", texts, emb, self.embedder.name)
+            emb = encode(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
         self._convs[conversation.id] = (turns, DenseIndex(emb))
         self._last = conversation.id
 

@@ -7,22 +7,8 @@ that has nothing to do with retrieval. The date is spelled the same way (the ben
 
 from __future__ import annotations
 
-from qgmem.types import Conversation, MemoryItem, Session, Turn
-
-
-def session_date(session: Session) -> str:
-    """The session date as QGMem's documents spell it: the benchmark's text, else the ISO date, else ''."""
-    return str(session.date_text or session.date or "")
-
-
-def turn_document(turn: Turn, date: str) -> str:
-    """One turn with its session date appended, as indexed and as shown to the answer model."""
-    return f"{turn.render()} ({date})" if date else turn.render()
-
-
-def dated_turns(conversation: Conversation) -> list[tuple[Turn, str]]:
-    """(turn, its document) for every turn, in conversation order."""
-    return [(t, turn_document(t, session_date(s))) for s in conversation.sessions for t in s.turns]
+from qgmem.retrieve.turns import dated_turns, session_date, turn_document  # noqa: F401  (re-exported: one spelling)
+from qgmem.types import MemoryItem, Turn
 
 
 def turn_items(turns: list[tuple[Turn, str]], hits: list[tuple[int, float]]) -> list[MemoryItem]:

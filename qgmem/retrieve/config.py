@@ -19,6 +19,10 @@ class RerankConfig:
     device: str | None = None
 
 
+# keys older checkpoints stored that no longer mean anything (dropped when a checkpoint loads)
+RETIRED_KEYS = {"token_counter"}  # context tokens: qgmem.answer.count_tokens, one counter for every method
+
+
 @dataclass
 class RetrievalConfig:
     embedder: str = "minilm"  # sentence-transformers name or path; "minilm" = packaged all-MiniLM-L6-v2
@@ -47,6 +51,5 @@ class RetrievalConfig:
     hnsw_ef_construction: int = 80
     hnsw_ef_search: int = 128
     max_query_chars: int = 2000  # longer questions are cut (and flagged in the working memory meta)
-    token_counter: str = "minilm"  # "minilm" (WordPiece of the embedder) | "whitespace"
     extractor: str = "rule"  # construction: "rule" | "llm"
     allow_partial: bool = False  # serve a memory whose build left windows unextracted (reports must say so)

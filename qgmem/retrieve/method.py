@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from qgmem.answer import context_tokens
 from qgmem.llm.base import ChatBackend
 from qgmem.types import AtomicUnit, Conversation, MemoryItem, MemoryTrace, MethodBase, Question, WorkingMemory
 
@@ -27,7 +28,7 @@ from .lexical import LexicalIndex
 from .qcache import encode_queries
 from .query import QueryConstraints, QueryParser
 from .rerank import NoReranker, Reranker, make_reranker
-from .turns import TurnIndex, turn_documents
+from .turns import TurnIndex, dated_turns
 
 CHANNELS = ("lexical", "dense", "attribute", "turn-lexical", "turn-dense")
 
@@ -44,25 +45,6 @@ class _ConvIndex:
     row_of: dict[str, int]
     trace_rows: dict[int, list[int]]  # unit row -> rows of the other members of its trace
     turns: TurnIndex | None  # raw-turn channels (None without the conversation or when off)
-
-
-class TokenCounter:
-    """Counts context tokens: "minilm" = the embedder's WordPiece tokenizer, "whitespace" = str.split."""
-
-    def __init__(self, kind: str, embedder: object | None = None):
-        if kind not in ("minilm", "whitespace"):
-            raise ValueError(f"token_counter must be 'minilm' or 'whitespace', got {kind!r}")
-        self.kind = kind
-        self._tok = getattr(getattr(embedder, "model", None), "tokenizer", None) if kind == "minilm" else None
-        if kind == "minilm" and self._tok is None:
-            raise ValueError("token_counter='minilm' needs a sentence-transformers embedder with a tokenizer")
-
-    def __call__(self, text: str) -> int:
-        if not text:
-            return 0
-        if self._tok is None:
-            return len(text.split())
-        return len(self._tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
 
 
 class QGMemRetriever(MethodBase):
@@ -92,7 +74,6 @@ class QGMemRetriever(MethodBase):
         self.llm = llm
         self.parser = QueryParser(self.cfg.query_parser, llm)
         self.reranker = reranker if reranker is not None else make_reranker(self.cfg.rerank, llm)
-        self.count_tokens = TokenCounter(self.cfg.token_counter, self.embedder)
         self._index: dict[str, _ConvIndex] = {}
 
     # ---- building ----
@@ -216,8 +197,7 @@ class QGMemRetriever(MethodBase):
         rows, scores = self._rerank(idx, text, pool)
         items = self._select(idx, rows, scores, k)
         wm = WorkingMemory(question=question, items=items, method=self.name, meta=meta)
-        wm.context_tokens = sum(self.count_tokens(self.item_text(it)) for it in items)
-        meta["token_counter"] = self.count_tokens.kind
+        wm.context_tokens = context_tokens(self, wm)
         meta["latency_ms"] = (time.perf_counter() - t0 - t_skip) * 1000 + encode_ms
         return wm
 
@@ -296,11 +276,6 @@ class QGMemRetriever(MethodBase):
                 meta={"superseded": u.superseded, "date": idx.texts.date(u)},
             ))
         return items
-
-    @staticmethod
-    def item_text(it: MemoryItem) -> str:
-        """What an item contributes to the LLM context (for the token count)."""
-        return "\n".join([it.text, it.source_text, *it.trajectory])
 
 
 def QGMemMethod(store: object | None, llm: ChatBackend | None = None, name: str = "qgmem-text",

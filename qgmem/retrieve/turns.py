@@ -13,27 +13,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qgmem.types import AtomicUnit, Conversation, Turn
+from qgmem.types import AtomicUnit, Conversation, Session, Turn
 
 from .dense import DenseIndex
 from .lexical import LexicalIndex
 
 
-def turn_document(turn: Turn, date: str | None) -> str:
-    """A turn as the raw-turn channels (and the raw-turn baselines) index it: the rendered line and its
-    session date, written as the unit documents write it."""
-    text = turn.render()
-    return f"{text}\n({date})" if date else text
+def session_date(session: Session) -> str:
+    """The session date as every document spells it: the benchmark's text, else the ISO date, else ''."""
+    return str(session.date_text or session.date or "")
 
 
-def turn_documents(conversation: Conversation) -> tuple[list[str], list[str]]:
-    """(turn ids, documents) of every turn, in dialogue order."""
-    ids, docs = [], []
-    for s in conversation.sessions:
-        for t in s.turns:
-            ids.append(t.id)
-            docs.append(turn_document(t, s.date_text or s.date))
-    return ids, docs
+def turn_document(turn: Turn, date: str) -> str:
+    """One turn with its session date appended: what the raw-turn channels and the raw-turn baselines
+    index and show (one spelling, so both share the turn's cached vector)."""
+    return f"{turn.render()} ({date})" if date else turn.render()
+
+
+def dated_turns(conversation: Conversation) -> list[tuple[Turn, str]]:
+    """(turn, its document) for every turn, in dialogue order."""
+    return [(t, turn_document(t, session_date(s))) for s in conversation.sessions for t in s.turns]
 
 
 @dataclass
