@@ -43,6 +43,7 @@ class RetrievalConfig:
     use_traces: bool = True  # trajectories in candidate documents and working memory
     index_source: bool = True  # index the source dialogue span together with the claim
     context_turns: int = 1  # neighbouring turns on each side added to the lexical document
+    context_chars: int = 0  # each neighbouring turn cut to this many characters (0: whole)
     dense_source: bool = True  # the dense document holds the source span too (False: the claim alone; cheap on long turns)
     dense_context_turns: int = 0  # the same for the dense document (0: claim + source span only; cheaper to embed)
     lexical_max_postings: int = 5000  # per query term, highest-impact first (0 = exact BM25; exact below this df)

@@ -25,22 +25,25 @@ class UnitTexts:
         lines = [self.turns[t].render() for t in u.turn_ids if t in self.turns]
         return "\n".join(lines)
 
-    def context(self, u: AtomicUnit, n: int) -> str:
-        """`n` neighbouring turns on each side of the span, within its session."""
+    def context(self, u: AtomicUnit, n: int, max_chars: int = 0) -> str:
+        """`n` neighbouring turns on each side of the span, within its session, each cut to its first
+        `max_chars` characters (0: whole): a short chat turn is context, a long message is a document of
+        its own whose bulk would drown the unit's words."""
         if n <= 0 or not u.turn_ids or u.first_turn not in self.session_of or u.last_turn not in self.session_of:
             return ""
         turns, i0, _ = self.session_of[u.first_turn]
         _, i1, _ = self.session_of[u.last_turn]
         before = turns[max(0, i0 - n):i0]
         after = turns[i1 + 1:i1 + 1 + n]
-        return "\n".join(t.render() for t in [*before, *after])
+        lines = [t.render() for t in [*before, *after]]
+        return "\n".join(x[:max_chars] if max_chars else x for x in lines)
 
     def date(self, u: AtomicUnit) -> str:
         if u.first_turn in self.session_of and self.session_of[u.first_turn][2]:
             return str(self.session_of[u.first_turn][2])
         return u.utterance_time or ""
 
-    def index_text(self, u: AtomicUnit, with_source: bool, context_turns: int) -> str:
+    def index_text(self, u: AtomicUnit, with_source: bool, context_turns: int, context_chars: int = 0) -> str:
         """What the lexical and dense channels index: claim, speaker, date, source and neighbours."""
         parts = [f"{u.speaker}: {u.text}" if u.speaker and not u.text.startswith(u.speaker) else u.text]
         if u.location:
@@ -52,7 +55,7 @@ class UnitTexts:
             src = self.source(u)
             if src and src != u.text:
                 parts.append(src)
-            ctx = self.context(u, context_turns)
+            ctx = self.context(u, context_turns, context_chars)
             if ctx:
                 parts.append(ctx)
         return "\n".join(parts)

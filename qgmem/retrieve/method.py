@@ -109,8 +109,9 @@ class QGMemRetriever(MethodBase):
         ns = namespace or (conversation.id if conversation is not None else (units[0].namespace if units else ""))
         cfg = self.cfg
         texts = UnitTexts(conversation, units, traces)
-        docs = [texts.index_text(u, cfg.index_source, cfg.context_turns) for u in units]
-        dense_docs = [texts.index_text(u, cfg.index_source and cfg.dense_source, cfg.dense_context_turns) for u in units]
+        docs = [texts.index_text(u, cfg.index_source, cfg.context_turns, cfg.context_chars) for u in units]
+        dense_docs = [texts.index_text(u, cfg.index_source and cfg.dense_source, cfg.dense_context_turns,
+                                       cfg.context_chars) for u in units]
         emb = self._encode_cached(ns, f"retrieval-doc-s{int(cfg.index_source and cfg.dense_source)}-c{cfg.dense_context_turns}", dense_docs)
 
         def enc_names(names: list[str]) -> np.ndarray:
@@ -130,7 +131,8 @@ class QGMemRetriever(MethodBase):
                 trace_rows[r] = [x for x in rows if x != r]
         turns = None
         if conversation is not None and {"turn-lexical", "turn-dense"} & set(cfg.channels):
-            turn_ids, turn_docs = turn_documents(conversation)
+            pairs = dated_turns(conversation)
+            turn_ids, turn_docs = [t.id for t, _ in pairs], [d for _, d in pairs]
             vecs = self._encode_cached(ns, "turns", turn_docs) if "turn-dense" in cfg.channels else None
             turns = TurnIndex.build(turn_ids, turn_docs, units, vecs, cfg.lexical_max_postings)
         self._index[ns] = _ConvIndex(
