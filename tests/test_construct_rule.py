@@ -92,6 +92,22 @@ def test_pronoun_resolved_across_a_context_turn() -> None:
     assert u.triple == ("Tom", "join", "a startup")
     # nothing to point to: the pronoun stays (traces leave such subjects out)
     assert _one("She moved to Paris.").subject == "she"
+    # gender from person nouns and titles; a name given as "my X is NAME" is a referent
+    ctx = [("Alice", "My brother Tom moved in with Ana."), ("Bob", "Really?")]
+    assert _say("She started a bakery last week.", context=ctx)[0].subject == "Ana"
+    assert _say("He started a bakery last week.", context=ctx)[0].subject == "Tom"
+    ctx = [("Alice", "My new trainer is Ms. Varga, and she is tough."), ("Bob", "Oh no.")]
+    assert _say("She makes me run every morning.", context=ctx)[0].triple[:2] == ("Ms. Varga", "make")
+    # a person named in the possessive, in the other speaker's question
+    u = _say("He joined the chess club in September.", speaker="Bob", context=[("Alice", "How is Milo's school?")])[0]
+    assert u.subject == "Milo"
+
+
+def test_clause_about_the_speaker_is_preferred() -> None:
+    u = _one("I quit the evening class in March, it clashed with my new job.")
+    assert u.triple == ("Alice", "quit", "the evening class")
+    assert _one("Guess what, my husband got promoted in January.").subject == "Alice's husband"
+    assert _say("Let's plan something special for the weekend!") == []  # a suggestion, no fact
 
 
 def test_relation_with_preposition_and_location() -> None:
@@ -237,8 +253,9 @@ def test_word_lists_are_data_files_with_a_header() -> None:
     assert len(files) >= 8
     for p in files:
         assert p.read_text(encoding="utf-8").startswith("# "), f"{p.name} needs a header comment"
-    assert "sister" in load_words("person_nouns") and "#" not in "".join(load_words("person_nouns"))
-    assert load_table("pronouns")["she"] == "person" and load_table("pronouns")["my"] == "first"
+    assert load_table("person_nouns")["sister"] == "f" and load_table("person_nouns")["ms"] == "f"
+    assert "think" in load_words("framing_verbs") and "#" not in "".join(load_words("framing_verbs"))
+    assert load_table("pronouns")["her"] == "she" and load_table("pronouns")["my"] == "first"
     assert load_list("state_relations")[:2] == ("live", "work")  # file order kept
     with pytest.raises(FileNotFoundError):
         load_words("no_such_list")

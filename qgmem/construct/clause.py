@@ -13,10 +13,12 @@ negated. Auxiliaries are skipped, and "going to <verb>" reads the inner verb. Af
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from qgmem.construct.mentions import Discourse, Mention, join_tokens, name_of, named_noun, phrase, pronoun_class
+from qgmem.construct.mentions import (Discourse, Mention, is_person_noun, join_tokens, name_of, named_noun, phrase,
+                                      pronoun_class)
 from qgmem.construct.textcues import CHITCHAT, STOPWORDS, dedupe
 from qgmem.words import load_words
 
@@ -30,6 +32,7 @@ SUBJECT_DEPS = ("nsubj", "nsubjpass", "csubj", "csubjpass", "expl")
 CLAUSE_DEPS = ("conj", "ccomp", "parataxis", "dep")  # clauses beside the root that may carry the fact
 FUNCTION_POS = {"INTJ", "PRON", "DET", "AUX", "PART", "CCONJ", "SCONJ", "ADP", "PUNCT", "SYM", "SPACE", "X"}
 MAX_SUBJECT_WORDS = 8
+OBJECT_PRONOUNS = {"me", "him", "her", "us", "them"}
 COPULAS = {"be", "seem", "feel", "sound", "look", "become", "get"}
 
 
@@ -51,39 +54,87 @@ def is_question(sent: Span) -> bool:
     return False
 
 
-def content_tokens(sent: Span) -> list[Token]:
-    return [t for t in sent if (t.is_alpha or t.like_num) and t.pos_ not in FUNCTION_POS
-            and not t.is_stop and t.lower_ not in STOPWORDS]
+def _vocative(t: Token, speakers: Sequence[str]) -> bool:
+    """A name said to someone ("That's great, Caroline!"), not about them."""
+    if t.text in {s.split()[0] for s in speakers if s}:
+        return True
+    if t.pos_ != "PROPN" or t.dep_ not in ("npadvmod", "intj", "dep", "appos", "attr", "nsubj"):
+        return False
+    doc = t.doc
+    left = doc[t.i - 1].text if t.i > t.sent.start else ""
+    right = doc[t.i + 1].text if t.i + 1 < t.sent.end else ""
+    return left in (",", "") and right in (",", "!", ".", "?", "")
 
 
-def is_chitchat(sent: Span, min_words: int) -> bool:
+def content_tokens(sent: Span, speakers: Sequence[str] = ()) -> list[Token]:
+    """Words that carry content; a main verb does even when common ("she *gets* weekends off"), but
+    not be/have/do, and a name said to the listener does not."""
+    return [t for t in sent if (t.is_alpha or t.like_num) and not _vocative(t, speakers) and (
+        (t.pos_ == "VERB" and t.lemma_ not in ("be", "have", "do"))
+        or (t.pos_ not in FUNCTION_POS and not t.is_stop and t.lower_ not in STOPWORDS))]
+
+
+def is_chitchat(sent: Span, min_words: int, speakers: Sequence[str] = ()) -> bool:
     """Too few content words, or only interjection-like ones ("Wow, that's so cool!")."""
-    toks = content_tokens(sent)
+    toks = content_tokens(sent, speakers)
     return len(toks) < min_words or all(t.lower_ in CHITCHAT or t.lemma_.lower() in CHITCHAT for t in toks)
 
 
 def _subject(tok: Token) -> Token | None:
-    return next((c for c in tok.children if c.dep_ in SUBJECT_DEPS), None)
+    """The verb's subject (also when the parser hung it on the auxiliary)."""
+    got = next((c for c in tok.children if c.dep_ in SUBJECT_DEPS), None)
+    if got is None:
+        aux = [c for c in tok.children if c.dep_ in ("aux", "auxpass")]
+        got = next((g for a in aux for g in a.children if g.dep_ in SUBJECT_DEPS), None)
+    return got
+
+
+def _about(subj: Token) -> int:
+    """0: the speaker (I, we, my X, "my mom and I"); 1: a person (he, she, a name, a person noun); 2: else."""
+    if pronoun_class(subj) == "first" or any(pronoun_class(c) == "first" for c in subj.conjuncts) or any(
+            c.dep_ == "poss" and pronoun_class(c) == "first" for c in subj.children):
+        return 0
+    if pronoun_class(subj) in ("he", "she") or subj.ent_type_ == "PERSON" or is_person_noun(subj):
+        return 1
+    return 2
+
+
+def clauses(sent: Span) -> list[Token]:
+    """Verbs with their own subject: the root and the clauses beside it ("..., and I ...", comma splices;
+    under a verbless root "Big news: my sister got married" its clause too), in sentence order."""
+    root = sent.root
+    deps = CLAUSE_DEPS + (("acl", "appos") if root.pos_ in ("NOUN", "PROPN") else ())
+    return [t for t in sent if (t == root or (t.head == root and t.dep_ in deps))
+            and t.pos_ in ("VERB", "AUX") and _subject(t) is not None and not _small_clause(t)]
+
+
+def _small_clause(verb: Token) -> bool:
+    """ "lets me play", "makes him cry": the complement of a causative is not a clause of its own."""
+    subj = _subject(verb)
+    return verb.dep_ == "ccomp" and subj is not None and subj.lower_ in OBJECT_PRONOUNS
 
 
 def predicate(sent: Span) -> tuple[Token, bool] | None:
-    """(the verb the fact is read from, whether its subject is the elided speaker), or None."""
+    """(the verb the fact is read from, whether its subject is the elided speaker), or None.
+
+    Among the sentence's clauses the one about the speaker wins, then one about a person, then the
+    root: "I quit the class in March, it clashed with my job" is about quitting. Within a rank the
+    leftmost clause wins.
+    """
     root = sent.root
-    if root.pos_ in ("VERB", "AUX") and _subject(root) is not None:
-        subj = _subject(root)
-        if root.lemma_.lower() in FRAMING_VERBS and subj is not None and pronoun_class(subj) == "first":
-            comp = next((c for c in root.children if c.dep_ == "ccomp" and _subject(c) is not None), None)
-            if comp is not None:
-                return comp, False
-        return root, False
-    if root.pos_ == "VERB" and root.tag_ in ("VBD", "VBG") and not any(c.dep_.startswith("aux") for c in root.children):
-        return root, True
-    if root.tag_ == "VB":
-        return None  # an imperative or a suggestion ("Take care!", "Let's plan something") states nothing
-    for t in sent:
-        if t.head == root and t.dep_ in CLAUSE_DEPS and t.pos_ in ("VERB", "AUX") and _subject(t) is not None:
-            return t, False
-    return None
+    cands = clauses(sent)
+    if root in cands and root.lemma_.lower() in FRAMING_VERBS and _about(_subject(root)) == 0:
+        comp = next((c for c in root.children if c.dep_ == "ccomp" and _subject(c) is not None), None)
+        if comp is not None:
+            return comp, False
+    if not cands:
+        if root.pos_ == "VERB" and root.tag_ in ("VBD", "VBG") and not any(c.dep_.startswith("aux") for c in root.children):
+            return root, True
+        return None  # an imperative ("Take care!") or a fragment ("Happy birthday!") states nothing
+    if root.lemma_ == "let" and root not in cands:
+        return None  # a suggestion: "Let's plan something"
+    ranked = sorted(cands, key=lambda t: (_about(_subject(t)), _about(_subject(t)) == 2 and t != root, t.i))
+    return ranked[0], False
 
 
 def inner_verb(verb: Token) -> Token:

@@ -5,16 +5,20 @@ sentence by sentence. Resolution is a deliberately simple recency heuristic, no 
 
 - I/me/we -> the speaker; you -> the other speaker (two-party chat; with more people, the latest
   other speaker of the window); "my X" -> "<speaker>'s X", "your X" -> "<other>'s X".
-- he/she -> the most recent person: a PERSON entity, a speaker other than the current one, a person
-  noun ("my mom" -> "<speaker>'s mom", qgmem/words/person_nouns.txt) or a *named noun*. A bare proper
-  noun without an entity label counts only when no person was mentioned at all.
+- he/she -> the most recent person of a compatible gender: a PERSON entity, a speaker other than
+  the current one, a person noun ("my mom" -> "<speaker>'s mom") or a *named noun*. Gender comes only
+  from person nouns and titles (qgmem/words/person_nouns.txt: "brother" is a he, "Ms. Varga" a she);
+  names and other nouns fit both. A proper noun the recogniser did not call a person (it often calls
+  an unknown name a place) counts only when no person was mentioned at all, and not when it follows a
+  preposition ("in Bristol").
 - it -> the most recent non-person noun phrase; they -> the most recent plural one, else as it.
 - A named noun is a common noun with a name: "my dog Maya", "my sister, Ana", "a puppy named Max".
   spaCy cannot tell a pet from a person, so a named noun is compatible with he, she *and* it: after
   "My dog Maya ..." both "she" and "it" point to Maya.
+- Predicate nominals are not new referents: in "She is a nurse", "a nurse" is not a later "she"; a
+  name is ("My trainer is Greta. She ..." -> Greta).
 A pronoun that finds nothing stays as written ("she"); traces leave such subjects out.
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from qgmem.construct.textcues import CHITCHAT, STOPWORDS
-from qgmem.words import load_table, load_words
+from qgmem.words import load_table
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token
 
-PRONOUN_CLASS = load_table("pronouns")  # word -> first | second | person | thing | plural
-PERSON_NOUNS = load_words("person_nouns")
+PRONOUN_CLASS = load_table("pronouns")  # word -> first | second | he | she | thing | plural
+PERSON_GENDER = load_table("person_nouns")  # person noun or title -> f | m | x
 NOT_A_MENTION = {"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"}
 THING_LABELS = {"GPE", "LOC", "FAC", "ORG", "NORP", "PRODUCT", "EVENT", "WORK_OF_ART", "LANGUAGE", "LAW"}
 _NAMING_VERBS = {"name", "call"}
@@ -41,6 +45,7 @@ class Mention:
     thing: bool  # it may point here
     plural: bool = False
     weak: bool = False  # a bare proper noun: a person only when nothing better was mentioned
+    gender: str = "x"  # f | m | x (unknown)
 
 
 @dataclass
@@ -80,8 +85,10 @@ class Discourse:
         """The most recent mention a third-person pronoun class may point to (`before`: the current
         sentence's mentions left of the pronoun)."""
         pool = [m for m in reversed(self.mentions + list(before)) if m.text != speaker]
-        if cls == "person":
-            found = [m for m in pool if m.person and not m.weak] or [m for m in pool if m.person]
+        if cls in ("he", "she"):
+            gender = "m" if cls == "he" else "f"
+            people = [m for m in pool if m.person and not m.plural and m.gender in (gender, "x")]
+            found = [m for m in people if not m.weak] or people
         elif cls == "plural":
             found = [m for m in pool if m.plural] or [m for m in pool if m.thing]
         else:
@@ -141,30 +148,69 @@ def join_tokens(tokens: Sequence[Token]) -> str:
     return "".join(out).strip()
 
 
+def gender_of(words: Sequence[str]) -> str:
+    """The gender a person noun or a title implies (f, m), else x."""
+    for w in words:
+        g = PERSON_GENDER.get(w.lower().rstrip("."))
+        if g is not None and g != "x":
+            return g
+    return "x"
+
+
+def is_person_noun(tok: Token) -> bool:
+    return tok.lemma_.lower() in PERSON_GENDER
+
+
 def mention_of(tok: Token, chunk_tokens: list[Token], speaker: str, disc: Discourse,
                before: Sequence[Mention]) -> Mention | None:
     """What a noun phrase headed by `tok` offers to later pronouns (None: nothing, e.g. a date)."""
-    if pronoun_class(tok) is not None or tok.ent_type_ in NOT_A_MENTION:
-        return None
+    if pronoun_class(tok) is not None or tok.ent_type_ in NOT_A_MENTION or (tok.dep_ == "attr" and tok.pos_ != "PROPN"):
+        return None  # a predicate nominal ("she is a nurse") describes a referent; a name ("... is Ana") counts
     if tok.lower_ in CHITCHAT or (tok.pos_ != "PROPN" and (tok.is_stop or tok.lower_ in STOPWORDS or not tok.is_alpha)):
         return None  # "Thanks", "something", "the way" point nowhere
     named = named_noun(tok, disc.speakers)
     if named is not None:
-        return Mention(name_of(named), person=True, thing=True)
+        name = name_of(named)
+        return Mention(name, person=True, thing=True, gender=gender_of([*name.split(), tok.lemma_]))
+    return _plain_mention(tok, chunk_tokens, speaker, disc, before)
+
+
+def _plain_mention(tok: Token, chunk_tokens: list[Token], speaker: str, disc: Discourse,
+                   before: Sequence[Mention]) -> Mention:
     plural = tok.tag_ in ("NNS", "NNPS")
-    if tok.ent_type_ == "PERSON" or any(tok.text == s.split()[0] for s in disc.speakers if s):
-        return Mention(name_of(tok), person=True, thing=False, plural=plural)
     if tok.pos_ == "PROPN":
-        label_thing = tok.ent_type_ in THING_LABELS
-        return Mention(name_of(tok), person=not label_thing, thing=True, plural=plural, weak=True)
+        name = name_of(tok)
+        gender = gender_of(name.split())
+        if tok.ent_type_ == "PERSON" or any(tok.text == s.split()[0] for s in disc.speakers if s):
+            return Mention(name, person=True, thing=False, plural=plural, gender=gender)
+        placed = tok.ent_type_ in THING_LABELS and tok.dep_ == "pobj"  # "in Bristol": a place, not a person
+        return Mention(name, person=not placed, thing=True, plural=plural, weak=gender == "x", gender=gender)
     text = phrase(chunk_tokens, speaker, disc, before)
-    if tok.lemma_.lower() in PERSON_NOUNS:
-        return Mention(text, person=True, thing=False, plural=plural)
+    if is_person_noun(tok):
+        return Mention(text, person=True, thing=False, plural=plural, gender=gender_of([tok.lemma_]))
     return Mention(text, person=False, thing=True, plural=plural)
 
 
+def _possessors(sent: Span, speaker: str, disc: Discourse) -> list[tuple[int, Mention]]:
+    """Persons in the possessive ("Milo's season", "your brother's move"): a later he/she may point to them."""
+    out = []
+    for t in sent:
+        if t.dep_ != "poss":
+            continue
+        if t.pos_ == "PROPN":  # an organisation may own things too: then only a weak person
+            name, thing = name_of(t), t.ent_type_ in THING_LABELS
+            out.append((t.i, Mention(name, person=True, thing=thing, weak=thing, gender=gender_of(name.split()))))
+        elif t.pos_ == "NOUN" and is_person_noun(t):
+            text = phrase([x for x in t.subtree if x.i <= t.i], speaker, disc)
+            out.append((t.i, Mention(text, person=True, thing=False, gender=gender_of([t.lemma_]))))
+    return out
+
+
 def sentence_mentions(sent: Span, speaker: str, disc: Discourse) -> list[tuple[int, Mention]]:
-    """(token index, mention) of every noun phrase of the sentence, in order."""
+    """(token index, mention) of every noun phrase of the sentence, in order. A verbless fragment
+    headed by a common noun ("Independent woman.", "Nice car!") is a comment: no mentions."""
+    if sent.root.pos_ == "NOUN" and not any(t.pos_ in ("VERB", "AUX") for t in sent):
+        return []
     out: list[tuple[int, Mention]] = []
     names: set[int] = set()  # name tokens already registered through their named noun
     for chunk in sent.noun_chunks:
@@ -176,4 +222,5 @@ def sentence_mentions(sent: Span, speaker: str, disc: Discourse) -> list[tuple[i
             if named is not None:
                 names.add(named.i)
             out.append((chunk.root.i, m))
-    return out
+    out += _possessors(sent, speaker, disc)
+    return sorted(out, key=lambda x: x[0])

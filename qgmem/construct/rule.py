@@ -101,7 +101,7 @@ class RuleExtractor:
         for sent in doc.sents:
             found = sentence_mentions(sent, turn.speaker, disc)
             fact = None
-            if not is_question(sent) and not is_chitchat(sent, cfg.min_sentence_content_words):
+            if not is_question(sent) and not is_chitchat(sent, cfg.min_sentence_content_words, disc.speakers):
                 fact = read_fact(sent, turn.speaker, disc, found, cfg.max_object_words)
             disc.mentions.extend(m for _, m in found)
             if fact is not None and fact.resolved is not None:
