@@ -179,7 +179,11 @@ def rule_roles(members: list[int], obj: np.ndarray, cfg: TraceConfig, is_state: 
 
 
 def is_state_relation(relation: str, cfg: TraceConfig) -> bool:
-    return relation.lower() in set(cfg.state_relations)
+    """A state relation by its verb: "work", "work at" and "not work at" all name the state "work"."""
+    words = relation.lower().split()
+    words = words[1:] if words[:1] == ["not"] else words
+    states = set(cfg.state_relations)
+    return bool(words) and (" ".join(words) in states or words[0] in states)
 
 
 ObjectEmbedFn = Callable[[list[int]], np.ndarray]
