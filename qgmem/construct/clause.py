@@ -56,7 +56,7 @@ def is_question(sent: Span) -> bool:
 
 
 def _vocative(t: Token, speakers: Sequence[str]) -> bool:
-    """A name said to someone ("That's great, Caroline!"), not about them."""
+    """A name said to someone ("That's great, Noor!"), not about them."""
     if t.text in {s.split()[0] for s in speakers if s}:
         return True
     if t.pos_ != "PROPN" or t.dep_ not in ("npadvmod", "intj", "dep", "appos", "attr", "nsubj"):

@@ -11,8 +11,8 @@ time (qgmem.timex against the session date) and utterance time (the session date
 
 A turn never loses its content: one without a fact but with enough content words gives a whole-turn
 "dialogue" unit (relation "say"), and a shared image gives "X shared an image: caption". A turn longer
-than `max_parse_chars` (a long assistant message) is not parsed: it gives passage units of about
-`passage_chars` characters with entities from capitalised spans.
+than `max_parse_chars` (a long assistant message) is not parsed: it gives one whole-turn unit (or passage
+units of about `passage_chars` characters) with entities from capitalised spans.
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ class RuleConfig:
     min_sentence_content_words: int = 2  # fewer -> chit-chat, no fact
     min_turn_content_words: int = 4  # a turn with no fact still gives a whole-turn unit if it has this many
     speaker_prefix: bool = True  # claim text = "Speaker: sentence"
-    max_parse_chars: int = 1500  # longer turns are not parsed but cut into passages
-    passage_chars: int = 400  # target size of a passage of a long turn
+    # a chat turn is parsed; a longer message (LoCoMo turns stay under 600 characters, most assistant replies in
+    # user-assistant chats do not) is a document: not parsed, one unit (or passages), found by its own words
+    max_parse_chars: int = 600
+    passage_chars: int = 0  # 0: a long turn is one unit (retrieval embeds it once, as its turn); >0: passages of this size
     max_object_words: int = 12
     nlp_model: str = DEFAULT_MODEL  # spaCy pipeline package (its installed version joins the build identity)
 
@@ -116,7 +118,7 @@ class RuleExtractor:
         claims: list[Claim] = []
         if len(turn.text) > cfg.max_parse_chars:
             disc.start_turn(turn.speaker)
-            for chunk in passages(turn.text, cfg.passage_chars):
+            for chunk in passages(turn.text, cfg.passage_chars) if cfg.passage_chars else [turn.text.strip()]:
                 ents = [turn.speaker, *capitalised_entities(chunk, speakers)]
                 claims.append(Claim(prefix + chunk, turn.speaker, "say", chunk, dedupe(ents), None, chunk))
         else:

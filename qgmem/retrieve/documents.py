@@ -38,6 +38,11 @@ class UnitTexts:
         lines = [t.render() for t in [*before, *after]]
         return "\n".join(x[:max_chars] if max_chars else x for x in lines)
 
+    def whole_turn(self, u: AtomicUnit) -> Turn | None:
+        """The unit's turn when the unit's claim is that whole turn (a long message kept as one unit)."""
+        t = self.turns.get(u.first_turn) if len(u.turn_ids) == 1 else None
+        return t if t is not None and " ".join(u.text.split()) == " ".join(t.render().split()) else None
+
     def date(self, u: AtomicUnit) -> str:
         if u.first_turn in self.session_of and self.session_of[u.first_turn][2]:
             return str(self.session_of[u.first_turn][2])

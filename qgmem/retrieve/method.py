@@ -28,7 +28,7 @@ from .lexical import LexicalIndex
 from .qcache import encode_queries
 from .query import QueryConstraints, QueryParser
 from .rerank import NoReranker, Reranker, make_reranker
-from .turns import TurnIndex, dated_turns
+from .turns import TurnIndex, dated_turns, turn_document
 
 CHANNELS = ("lexical", "dense", "attribute", "turn-lexical", "turn-dense")
 
@@ -110,8 +110,7 @@ class QGMemRetriever(MethodBase):
         cfg = self.cfg
         texts = UnitTexts(conversation, units, traces)
         docs = [texts.index_text(u, cfg.index_source, cfg.context_turns, cfg.context_chars) for u in units]
-        dense_docs = [texts.index_text(u, cfg.index_source and cfg.dense_source, cfg.dense_context_turns,
-                                       cfg.context_chars) for u in units]
+        dense_docs = [self._dense_doc(texts, u) for u in units]
         emb = self._encode_cached(ns, f"retrieval-doc-s{int(cfg.index_source and cfg.dense_source)}-c{cfg.dense_context_turns}", dense_docs)
 
         def enc_names(names: list[str]) -> np.ndarray:
@@ -142,6 +141,15 @@ class QGMemRetriever(MethodBase):
             attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
             row_of=row_of, trace_rows=trace_rows, turns=turns,
         )
+
+    def _dense_doc(self, texts: UnitTexts, u: AtomicUnit) -> str:
+        """What the dense channel embeds for a unit; a unit that is a whole turn is embedded as the turn
+        document, so the unit and turn-dense channels (and the dense baseline) share one vector."""
+        cfg = self.cfg
+        whole = texts.whole_turn(u)
+        if whole is not None and not cfg.dense_context_turns:
+            return turn_document(whole, texts.date(u))
+        return texts.index_text(u, cfg.index_source and cfg.dense_source, cfg.dense_context_turns, cfg.context_chars)
 
     def release(self, namespace: str) -> None:
         """Drop a conversation's in-memory index (the store keeps everything)."""
