@@ -123,7 +123,7 @@ def test_word_lists_are_data_files_with_a_header() -> None:
     assert "pottery" in load_words("lexicon") and "#" not in "".join(load_words("lexicon"))
     assert "New York" in load_words("gazetteer")  # phrases and case kept
     assert load_table("irregular_verbs")["went"] == "go"
-    assert load_list("state_relations")[:2] == ("live", "work")  # file order kept
+    assert load_list("stopwords")[:2] == ("a", "about")  # file order kept
     with pytest.raises(FileNotFoundError):
         load_words("no_such_list")
 
