@@ -162,3 +162,23 @@ def test_table_rejects_a_bad_row() -> None:
         StateTable((("work", "jobs"),), (("employment", "single"),), frozenset())
     with pytest.raises(ValueError, match="single|many"):
         StateTable((), (("employment", "one"),), frozenset())
+
+
+def test_particles_companions_and_nouns_that_only_look_like_states() -> None:
+    table = StateTable.default()
+    assert table.read("work on", "my business", "Jon").cls is None  # a project, not a job
+    assert table.read("work", "on my business", "Jon").cls is None  # the particle left in the object
+    assert table.read("keep", "up the great work", "Gina").cls is None  # "work" as a noun names no job
+    assert table.read("start", "working at Acme", "Ana").cls == "employment"  # as a participle it does
+    assert table.read("stay", "positive", "Jon").cls is None
+    assert table.read("move in with", "his girlfriend in Hackney", "Dan").cls == "residence"
+    assert table.read("be laid off", "", "Felix").kind == "end"
+
+
+def test_a_remark_on_a_state_replaces_nothing() -> None:
+    units = [_u(0, "Ana", "work at", "Acme", said="2023-01-01"),
+             _u(1, "Ana", "hate", "my job", said="2023-02-01"),
+             _u(2, "Ana", "get", "a new job", said="2023-03-01")]
+    new, (t,) = build_traces(units, TraceConfig())
+    assert t.roles == ["origin", "supplement", "update"]  # the new job names no value, yet it is a new job
+    assert [u.superseded for u in new] == [True, True, False]

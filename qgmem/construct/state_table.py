@@ -9,8 +9,9 @@ also gives the unit's *kind*: a value of the state, its end ("quit", "cancel", a
 a change to a new value ("promote", "reschedule"). Relations outside the table form event groups
 keyed by their own lemma; light verbs ("be", "have", "go") join a trace only through their object.
 
-Everything is matched on Snowball stems, so relations may come as lemmas ("work at", from the NLP or
-LLM extractors) or as stems (the older rule extractor), and objects in any inflection.
+Words are matched in any regular inflection ("works", "working", "promoted", "classes"); a relation
+may also come as a Snowball stem ("studi", from the older rule extractor). Stems are not used for head
+words, where they would merge unrelated words ("positive" and "position").
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import Stemmer
 
 from qgmem.words import load_rows, load_words
 
-Kind = str  # "state" | "end" | "change"
+Kind = str  # "state" | "end" | "change" | "note" (a remark on a state: "I love my job")
 FROM_OBJECT = "*"  # class from the object's head word, else from the earlier state the object names
 LIGHT = "-"  # class from the object's head word only, else no trace
 KINDS = ("state", "end", "change")
@@ -32,16 +33,36 @@ _stemmer = Stemmer.Stemmer("english")
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’&\-]*|[,;:.!?()\"]")
 STOPWORDS = load_words("stopwords")
 IGNORED = load_words("state_ignore")
+PARTICLES = load_words("relation_particles")
 NEGATIONS = frozenset({"not", "no", "never", "n't", "don't", "doesn't", "didn't", "isn't", "wasn't", "no longer"})
 AUXILIARIES = frozenset({"be", "is", "am", "are", "was", "were", "been", "being", "get", "got", "gets", "getting",
                          "have", "has", "had", "will", "would", "did", "does", "do"})
 # a noun phrase's head precedes these ("a budgie called Kiwi"): they end the chunk read for a head word
 _CHUNK_BREAKS = frozenset({"called", "named"})
+# a relation ending in one of these takes a companion, not a theme: "move in with" + "his girlfriend"
+# says where he lives, not whom he dates, so the object's head word does not decide the class
+_COMPANION = frozenset({"with", "without", "near", "beside", "alongside"})
 
 
 @lru_cache(maxsize=100_000)
 def stem(word: str) -> str:
     return _stemmer.stemWord(word.lower().replace("’", "'"))
+
+
+@lru_cache(maxsize=100_000)
+def forms(word: str) -> tuple[str, ...]:
+    """The word and the base forms it may inflect ("promoted" -> promote, "planning" -> plan,
+    "parties" -> party), most likely first."""
+    w = word.lower().replace("’", "'").removesuffix("'s")
+    out = [w]
+    for suffix, repl in (("ies", "y"), ("ied", "y"), ("es", ""), ("s", ""), ("ing", ""), ("ing", "e"), ("ed", ""),
+                         ("ed", "e"), ("d", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 2:
+            base = w[: len(w) - len(suffix)] + repl
+            out.append(base)
+            if suffix in ("ing", "ed") and len(base) > 2 and base[-1] == base[-2]:
+                out.append(base[:-1])  # "planned" -> plan
+    return tuple(dict.fromkeys(out))
 
 
 def tokens(text: str) -> list[str]:
@@ -53,7 +74,7 @@ def tokens(text: str) -> list[str]:
 class Entry:
     cls: str  # a class name, FROM_OBJECT or LIGHT
     kind: Kind
-    relation_only: bool = False
+    use: str = "any"  # "any" | "rel" (as a relation only) | "head" (as a head word only)
 
 
 @dataclass(frozen=True)
@@ -86,14 +107,15 @@ class StateTable:
             use = row[3] if len(row) > 3 else "any"
             if cls not in self.single and cls not in (FROM_OBJECT, LIGHT):
                 raise ValueError(f"state_relations: {entry!r} has unknown class {cls!r}")
-            if kind not in KINDS or use not in ("any", "rel"):
+            if kind not in KINDS or use not in ("any", "rel", "head"):
                 raise ValueError(f"state_relations: {entry!r} has kind {kind!r} / use {use!r}")
-            self.entries[" ".join(stem(w) for w in entry.split())] = Entry(cls, kind, use == "rel")
-        self.modifiers = frozenset(stem(w) for w in modifiers)
+            self.entries[entry.lower()] = Entry(cls, kind, use)
+        # a relation given as a Snowball stem ("studi", "retir") is looked up here
+        self.stemmed = {" ".join(stem(w) for w in k.split()): e for k, e in self.entries.items() if e.use != "head"}
+        self.modifiers = frozenset(modifiers)
         # words that name a class when they head an object ("job", "trip"): not part of a value
-        self.class_words = frozenset(k for k, e in self.entries.items() if " " not in k and not e.relation_only
+        self.class_words = frozenset(k for k, e in self.entries.items() if " " not in k and e.use != "rel"
                                      and e.cls not in (FROM_OBJECT, LIGHT))
-        self.max_words = max((len(k.split()) for k in self.entries), default=1)
 
     @classmethod
     @lru_cache(maxsize=1)
@@ -102,28 +124,40 @@ class StateTable:
 
     # ---- relations ----
 
-    def relation(self, relation: str) -> tuple[str, Entry | None, bool]:
-        """(lemma, table entry or None, negated) of a relation string such as "not work at"."""
+    def relation(self, relation: str) -> tuple[str, Entry | None, bool, list[str]]:
+        """(lemma, table entry or None, negated, words after the matched phrase) of a relation string
+        such as "not work at" or "started working at"."""
         words = [w for w in relation.lower().replace("’", "'").split() if w]
         negated = False
         while words and (words[0] in NEGATIONS or " ".join(words[:2]) in NEGATIONS):
             negated = True
             words = words[2:] if " ".join(words[:2]) in NEGATIONS else words[1:]
-        stems = [stem(w) for w in words]
-        lemma = " ".join(stems)
-        bare = list(stems)
-        while len(bare) > 1 and words[len(stems) - len(bare)] in AUXILIARIES:
+        lemma = " ".join(stem(w) for w in words)
+        bare = list(words)
+        while len(bare) > 1 and bare[0] in AUXILIARIES:
             bare = bare[1:]
-        for seq in (bare, stems):  # "be engaged to" -> "engag"; "get rid of" stays itself
-            for n in range(min(len(seq), self.max_words), 0, -1):
-                e = self.entries.get(" ".join(seq[:n]))
+        for seq in (bare, words):  # "be engaged to" -> engaged; "get rid of" stays itself
+            for n in range(len(seq), 0, -1):
+                rest = seq[n:]
+                if rest and rest[0] in PARTICLES:
+                    continue  # "work on" is not "work"
+                e = self._phrase(seq[:n])
                 if e is not None:
-                    return lemma, e, negated
-        return lemma, None, negated
+                    return lemma, e, negated, rest
+        return lemma, None, negated, []
+
+    def _phrase(self, words: list[str]) -> Entry | None:
+        """The relation entry of a phrase: as written, with its first word in a base form, or stemmed."""
+        for first in forms(words[0]):
+            e = self.entries.get(" ".join([first, *words[1:]]))
+            if e is not None and e.use != "head":
+                return e
+        return self.stemmed.get(" ".join(stem(w) for w in words))
 
     def head_entry(self, text: str, skip_leading: bool = True) -> Entry | None:
         """The entry of the head word of the first noun chunk of `text` ("the night shift at the
-        hospital" -> shift; "promoted to project architect" -> promote), or None."""
+        hospital" -> shift; "promoted to project architect" -> promote), or None. Nouns count in any
+        form, verbs only as participles ("hard work" names no job, "working at Acme" does)."""
         toks = tokens(text)
         i = 0
         while skip_leading and i < len(toks) and toks[i] in STOPWORDS:
@@ -135,33 +169,46 @@ class StateTable:
             chunk.append(t)
         if not chunk:
             return None
-        e = self.entries.get(stem(chunk[-1]))
-        return e if e is not None and not e.relation_only and e.cls not in (FROM_OBJECT, LIGHT) else None
+        word = chunk[-1]
+        for f in forms(word):
+            e = self.entries.get(f)
+            if e is None or e.cls in (FROM_OBJECT, LIGHT) or e.use == "rel":
+                continue
+            if e.use == "head" or word.endswith(("ed", "ing")):
+                return e  # a noun in any form; a verb only as a participle ("working", not "the work")
+        return None
 
     def read(self, relation: str, obj: str, subject: str) -> Reading:
-        """Class and kind of a unit from its own fields (object head, then relation, then subject head)."""
-        lemma, e, negated = self.relation(relation)
-        head = self.head_entry(obj)
-        kind: Kind = e.kind if e is not None else "state"
-        if head is not None and kind == "state":
-            kind = head.kind  # "got promoted": the participle says it is a change
+        """Class and kind of a unit from its own fields: the object's head word, else the relation's
+        class, else the head of the role a subject names ("my coach is X")."""
+        first = tokens(obj)[:1]
+        if first and first[0] in PARTICLES and len(relation.split()) == 1:
+            relation = f"{relation} {first[0]}"  # a particle left in the object: "work" + "on my business"
+        lemma, e, negated, rest = self.relation(relation)
+        companion = relation.lower().split()[-1:] and relation.lower().split()[-1] in _COMPANION
+        if e is None:  # not listed: a remark on a state its object names ("love my job"), else an event
+            head = None if companion else self.head_entry(obj)
+            kind = "end" if negated else ("note" if head is not None else "state")
+            return Reading(cls=head.cls if head is not None else None, kind=kind, lemma=lemma, light=False,
+                           from_object=False)
+        open_class = e.cls in (FROM_OBJECT, LIGHT)
+        head = (self.head_entry(" ".join(rest)) if rest and open_class else None) or \
+            (None if companion else self.head_entry(obj))
+        kind: Kind = e.kind if e.kind != "state" or head is None else head.kind  # "got promoted": a change
         if negated:
             kind = "end"
-        cls = head.cls if head is not None else None
-        if cls is None and e is not None and e.cls not in (FROM_OBJECT, LIGHT):
-            cls = e.cls
-        if cls is None and e is not None and e.cls == LIGHT and lemma.split()[-1:] == ["be"]:
-            subj = self.head_entry(self.subject_key(subject), skip_leading=False) if "'s " in subject else None
-            cls = subj.cls if subj is not None else None  # "my coach is X": the role's holder
-        light = cls is None and e is not None and e.cls == LIGHT
-        return Reading(cls=cls, kind=kind, lemma=lemma, light=light,
-                       from_object=cls is None and e is not None and e.cls == FROM_OBJECT)
+        cls = head.cls if head is not None else (None if open_class else e.cls)
+        if cls is None and e is self.entries.get("be") and "'s " in subject:
+            role = self.head_entry(self.subject_key(subject), skip_leading=False)
+            cls = role.cls if role is not None else None  # "my coach is X": the role's holder
+        return Reading(cls=cls, kind=kind, lemma=lemma, light=cls is None and e.cls == LIGHT,
+                       from_object=cls is None and e.cls == FROM_OBJECT)
 
     # ---- subjects and objects ----
 
     def subject_key(self, subject: str) -> str:
         """Lower-cased subject without role modifiers ("Ana's new coach" -> "ana's coach")."""
-        words = [w for w in subject.lower().replace("’", "'").split() if stem(w) not in self.modifiers]
+        words = [w for w in subject.lower().replace("’", "'").split() if w not in self.modifiers]
         if words and words[0] == "the":
             words = words[1:]
         return " ".join(words)
@@ -173,9 +220,8 @@ class StateTable:
         for t in tokens(obj):
             if not t[0].isalnum() or t in STOPWORDS or t in IGNORED or t in _CHUNK_BREAKS or t.isdigit():
                 continue
-            s = stem(t.removesuffix("'s"))
-            if s and s not in self.class_words:
-                out.add(s)
+            if not any(f in self.class_words for f in forms(t)):
+                out.add(stem(t.removesuffix("'s")))
         return frozenset(out)
 
     def is_single(self, cls: str) -> bool:

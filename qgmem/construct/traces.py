@@ -15,7 +15,8 @@ after the utterance, a plan, counts from when it was said). An *end* ("quit", "c
 relation) or a *change* ("promote", "reschedule", "move") is an update of the states whose object it
 names (else of the current state). A plain value of a one-value class (employment, residence,
 relationship, schedule) whose object shares too little with the current state (overlap coefficient of
-object words < `update_threshold`) is an update and supersedes it; a compatible one is a supplement.
+object words < `update_threshold`) is an update and supersedes it; a compatible one is a supplement, and
+so is a remark whose relation is not in the table but whose object names the state ("I love my job").
 In many-value classes (membership, ownership, plans) new values coexist: supplements, unless they take
 up something that had ended. Event traces only accumulate, except that a negation supersedes the
 earlier units it names ("not going to the concert any more"). The latest member is the latest
@@ -56,7 +57,7 @@ class Group:
     subject: str  # the subject key
     key: str  # state class, or EVENT + relation lemma
     members: list[int]
-    kinds: list[str]  # per member: "state" | "end" | "change"
+    kinds: list[str]  # per member: "state" | "end" | "change" | "note"
 
     @property
     def is_event(self) -> bool:
@@ -167,6 +168,8 @@ def rule_roles(group: Group, words: list[frozenset[str]], single: bool, cfg: Tra
             targets = near if kind == "end" else []
         elif kind in ("end", "change"):
             targets = near or (list(active) if single else active[-1:])
+        elif kind == "note":  # a remark on the state ("I love my job") replaces nothing
+            targets = []
         elif single:  # a value compatible with a current (not ended) state refines it
             targets = [] if any(kinds[a] != "end" for a in near) else list(active)
         else:
