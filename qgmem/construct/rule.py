@@ -1,227 +1,64 @@
-"""Rule-based atomic-unit extraction: the CPU default, no LLM.
+"""Rule-based atomic-unit extraction with a spaCy pipeline: the CPU default, no LLM.
 
-One unit per informative sentence of a window's new turns. The claim keeps the original sentence
-(so lexical retrieval matches the user's words) prefixed by the speaker ("Caroline: I went to ..."),
-which attributes first-person claims without rewriting them. Attributes are cheap heuristics:
-entities (capitalised spans, quoted titles, speakers, a small lexicon of personal-life nouns),
-location (gazetteer, then "in/at/to X" patterns), fact time (timex, against the session date),
-utterance time (the session date) and a subject/relation/object triple.
+Each window's turns are parsed (in batches over all windows of a run) and every sentence of a new turn
+that states a fact gives one unit (construct/clause.py): greetings, chit-chat and questions give none.
+The claim keeps the sentence verbatim (lexical retrieval matches the user's words) prefixed by the
+speaker, "Alice: I work at the bakery."; when its subject is a pronoun resolved from earlier in the
+window (construct/mentions.py; context turns are there for this), the resolution is appended in
+brackets, "Alice: She was a retired racer. [she = Maya]". Attributes: a (subject, relation, object)
+triple, entities (named entities, noun-phrase heads, the speaker), location (first place entity), fact
+time (qgmem.timex against the session date) and utterance time (the session date).
 
-Chit-chat sentences ("Thanks!", "Wow, that's cool!") give no unit, but a turn never loses its content:
-a turn without any sentence unit still gives one whole-turn unit when it has enough content words,
-and a shared image always gives a unit with its caption.
+A turn never loses its content: one without a fact but with enough content words gives a whole-turn
+"dialogue" unit (relation "say"), and a shared image gives "X shared an image: caption". A turn longer
+than `max_parse_chars` (a long assistant message) is not parsed: it gives passage units of about
+`passage_chars` characters with entities from capitalised spans.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import Stemmer
-
+from qgmem.construct.clause import Fact, entities, is_chitchat, is_question, location, read_fact
 from qgmem.construct.extractor import WindowResult
+from qgmem.construct.mentions import Discourse, sentence_mentions
+from qgmem.construct.nlp import DEFAULT_MODEL
+from qgmem.construct.textcues import STOPWORDS, capitalised_entities, content_words, dedupe, passages
+from qgmem.construct.turn_docs import TurnDocs
 from qgmem.construct.windows import Window
 from qgmem.timex import resolve_time
 from qgmem.types import AtomicUnit, Turn
-from qgmem.words import load_table, load_words
 
-# word lists live in qgmem/words/*.txt; each file says what its list is for
-STOPWORDS = load_words("stopwords")
-CHITCHAT = load_words("chitchat")
-NON_ENTITY_CAPS = STOPWORDS | CHITCHAT | load_words("non_entity_caps")  # capitalised, yet not names
-LEXICON = load_words("lexicon")
-PLACE_NOUNS = load_words("place_nouns")
-GAZETTEER = load_words("gazetteer")
-_GAZ_RE = re.compile(r"\b(" + "|".join(sorted((re.escape(g) for g in GAZETTEER), key=len, reverse=True)) + r")\b")
-IRREGULAR = load_table("irregular_verbs")
-AUX = load_words("auxiliaries")
-LEADING = load_words("leading_words")
-FIRST_PERSON = load_words("first_person")
-POSSESSIVE = load_words("possessive")
-SECOND_PERSON = load_words("second_person")
-QUESTION_OPENERS = load_words("question_openers")
-PRONOUN_SUBJECTS = load_words("pronoun_subjects")
+if TYPE_CHECKING:
+    from spacy.tokens import Span
 
-_SENT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_CAP_SPAN_RE = re.compile(r"\b[A-Z][\w'’\-]*(?:\s+(?:of|the|de|and|&)?\s*[A-Z][\w'’\-]*)*")
-_QUOTED_RE = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
-_LOC_PREP_RE = re.compile(
-    r"\b(?:in|at|to|from|near|around|visited|visit|visiting|toured|explored)\s+(?:the\s+)?"
-    r"([A-Z][\w'’\-]*(?:\s+(?:of\s+)?[A-Z][\w'’\-]*){0,3})")
-_PLACE_NOUN_RE = re.compile(r"\b(?:in|at|to|from|near|by)\s+(?:(?:the|a|an|my|our|his|her|their|this|that|local)\s+)?"
-                            r"(?:\w+\s+)?(" + "|".join(sorted(PLACE_NOUNS)) + r")(?:e?s)?\b", re.IGNORECASE)
-_NON_LOC_VERB_RE = re.compile(r"\b(talk|talked|talking|spoke|speak|said|say|listen|listened|listening|wrote|write|"
-                              r"sent|send|gave|give|introduced|married|thanks|thank|replied|reply|devoted|"
-                              r"dedicated|belong|belongs|went back|next|due|up|close|closer|compared|similar)\s+(?:to|at|in)\s+\S+$")
-_stemmer = Stemmer.Stemmer("english")
-
-
-def normalize_apostrophes(text: str) -> str:
-    return text.replace("’", "'").replace("‘", "'")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentence split on terminal punctuation followed by a capital/digit; keeps the sentence text verbatim."""
-    parts = [p.strip() for p in _SENT_RE.split(text.strip())]
-    return [p for p in parts if p]
-
-
-def words(text: str) -> list[str]:
-    return _WORD_RE.findall(normalize_apostrophes(text))
-
-
-def content_words(text: str) -> list[str]:
-    """Words that carry content: not stopwords, not chit-chat interjections."""
-    return [w for w in words(text) if w.lower() not in STOPWORDS and w.lower() not in CHITCHAT]
-
-
-@lru_cache(maxsize=50_000)
-def lemma(word: str) -> str:
-    """A lemma-ish verb form: irregular table, then the Snowball stem."""
-    w = word.lower()
-    if w in IRREGULAR:
-        return IRREGULAR[w]
-    return _stemmer.stemWord(w)
-
-
-def extract_entities(sentence: str, speakers: list[str]) -> list[str]:
-    """Capitalised spans and quoted titles (not sentence-initial function words), speakers named, lexicon nouns."""
-    out: dict[str, None] = {}
-    text = normalize_apostrophes(sentence)
-    for m in _QUOTED_RE.finditer(text):
-        out.setdefault(m.group(1).strip(), None)
-    stripped = text.lstrip("\"'([ ")
-    start_pos = len(text) - len(stripped)
-    for m in _CAP_SPAN_RE.finditer(text):
-        span = m.group(0).strip()
-        toks = span.split()
-        if m.start() == start_pos and len(toks) == 1 and not span.isupper() and span not in GAZETTEER \
-                and span not in speakers:
-            continue  # a capitalised sentence opener is usually not a name
-        while toks and toks[0].lower().rstrip("'s") in NON_ENTITY_CAPS | {"i"}:
-            toks = toks[1:]
-        while toks and toks[-1].lower() in {"of", "the", "and", "&", "de"}:
-            toks = toks[:-1]
-        if not toks:
-            continue
-        span = " ".join(toks)
-        span = span.removesuffix("'s")
-        if span.lower() in NON_ENTITY_CAPS or len(span) < 2:
-            continue
-        out.setdefault(span, None)
-    low = {w.lower() for w in words(text)}
-    for s in speakers:
-        if s and s.lower() in low:
-            out.setdefault(s, None)
-    for w in words(text):
-        lw = w.lower()
-        if lw in LEXICON:
-            out.setdefault(lw, None)
-    seen: set[str] = set()
-    result = []
-    for e in out:
-        if e.lower() not in seen:
-            seen.add(e.lower())
-            result.append(e)
-    return result
-
-
-def extract_location(sentence: str, speakers: list[str]) -> str | None:
-    """A gazetteer place, else a capitalised span after a place preposition, else 'the beach'-like nouns."""
-    text = normalize_apostrophes(sentence)
-    m = _GAZ_RE.search(text)
-    if m:
-        return m.group(1)
-    people = {s.lower() for s in speakers}
-    for m in _LOC_PREP_RE.finditer(text):
-        span = m.group(1)
-        first = span.split()[0].lower().rstrip("'s")
-        if first in NON_ENTITY_CAPS or first in people or span.lower() in people:
-            continue
-        if _NON_LOC_VERB_RE.search(text[:m.start(1)] + span.split()[0]):
-            continue
-        return span
-    m = _PLACE_NOUN_RE.search(text)
-    if m:
-        return m.group(1).lower()
-    return None
-
-
-COMMON_VERBS = load_words("common_verbs")
-BE_HAVE = load_words("be_have")
-
-
-def _verbish(tok: str) -> bool:
-    w = tok.lower()
-    return (w in IRREGULAR or w in COMMON_VERBS or w in BE_HAVE or (len(w) > 4 and w.endswith("ed"))
-            or (w.endswith("s") and w[:-1] in COMMON_VERBS) or (w.endswith("ing") and lemma(w) in COMMON_VERBS))
-
-
-def extract_triple(sentence: str, speaker: str, other: str | None) -> tuple[str, str, str]:
-    """(subject, relation, object): subject = speaker for first person, 'speaker's X' for 'my X', the other
-    speaker for 'you', else the leading noun phrase (or the speaker); relation = the main verb, lemma-ish
-    (auxiliaries skipped, 'be'/'have' kept when nothing follows); object = the rest, trimmed."""
-    toks = [t for t in words(sentence)]
-    i = 0
-    while i < len(toks) and toks[i].lower() in LEADING:
-        i += 1
-    subject = speaker
-    if i < len(toks):
-        w = toks[i].lower()
-        if w in FIRST_PERSON:
-            i += 1
-        elif w in POSSESSIVE:
-            j = i + 1
-            while j < len(toks) and j - i <= 3 and not _verbish(toks[j]) and toks[j].lower() not in AUX:
-                j += 1
-            np_ = toks[i + 1:j]
-            subject = f"{speaker}'s {' '.join(np_)}" if np_ else speaker
-            i = j
-        elif w in SECOND_PERSON:
-            subject, i = (other or "you"), i + 1
-        elif w.endswith("ing") and len(w) > 4 and _verbish(toks[i]):
-            # a gerund opener ("Working together is great") is about the activity, not a state of the speaker
-            subject, i = w, i + 1
-        elif w in PRONOUN_SUBJECTS:
-            subject, i = w.split("'")[0], i + 1  # unresolved pronoun: kept out of traces
-        elif w not in QUESTION_OPENERS:
-            j = i + 1 if w in {"the", "a", "an", "his", "her", "their"} else i
-            while j < len(toks) and j - i < 4 and not _verbish(toks[j]) and toks[j].lower() not in AUX:
-                j += 1
-            if j < len(toks) and j > i:  # a leading noun phrase followed by a verb
-                np_ = [t for t in toks[i:j] if t.lower() not in {"the", "a", "an"}]
-                if np_:
-                    subject, i = " ".join(np_), j
-    relation, k = "say", i
-    first_aux: str | None = None
-    while k < len(toks):
-        w = toks[k].lower()
-        if w in STOPWORDS and not _verbish(toks[k]) and w not in AUX and "'" not in w:
-            k += 1
-            continue
-        if w in AUX or w.endswith("n't") or ("'" in w and w.split("'")[0] in {"i", "we", "you", "it", "that"}):
-            if first_aux is None and (w in BE_HAVE or w.split("'")[-1] in {"m", "re", "s", "ve"}):
-                first_aux = w
-            k += 1
-            continue
-        if _verbish(toks[k]) or first_aux is None:
-            relation = lemma(w)
-            k += 1
-        else:
-            relation = lemma(first_aux) if first_aux in IRREGULAR else ("have" if first_aux.endswith("ve") else "be")
-        break
-    obj = " ".join(toks[k:k + 12])
-    return subject, relation, obj
+__all__ = ["STOPWORDS", "Claim", "RuleConfig", "RuleExtractor"]
 
 
 @dataclass
 class RuleConfig:
-    min_sentence_content_words: int = 2  # fewer -> chit-chat, no unit of its own
-    min_turn_content_words: int = 4  # a turn with no sentence unit still gives a whole-turn unit if it has this many
+    min_sentence_content_words: int = 2  # fewer -> chit-chat, no fact
+    min_turn_content_words: int = 4  # a turn with no fact still gives a whole-turn unit if it has this many
     speaker_prefix: bool = True  # claim text = "Speaker: sentence"
+    max_parse_chars: int = 1500  # longer turns are not parsed but cut into passages
+    passage_chars: int = 400  # target size of a passage of a long turn
+    max_object_words: int = 12
+    nlp_model: str = DEFAULT_MODEL  # spaCy pipeline package (its installed version joins the build identity)
+
+
+@dataclass
+class Claim:
+    """One unit of a turn before ids and times are attached."""
+
+    text: str
+    subject: str
+    relation: str
+    object: str
+    entities: list[str]
+    location: str | None
+    time_text: str  # the text the fact time is read from
 
 
 @dataclass
@@ -230,49 +67,97 @@ class RuleExtractor:
 
     config: RuleConfig = field(default_factory=RuleConfig)
     name: str = "rule"
+    batch_size: int = 128  # texts per spaCy batch (does not change the output)
 
     def run(self, windows: list[Window], ns: str, speakers: list[str]) -> Iterator[WindowResult]:
+        """One result per window, in order; the turns of all windows go through spaCy in batches."""
+        cfg = self.config
+        docs = TurnDocs([t for w in windows for t in w.turns], cfg.nlp_model, self.batch_size, cfg.max_parse_chars)
         for w in windows:
-            yield WindowResult(w, self.extract(w, ns, speakers))
+            docs.keep_only(w.turns)
+            yield WindowResult(w, self._window_units(w, ns, speakers, docs))
 
     def extract(self, window: Window, namespace: str, speakers: list[str]) -> list[AtomicUnit]:
+        return next(self.run([window], namespace, speakers)).units
+
+    def _window_units(self, window: Window, ns: str, speakers: list[str], docs: TurnDocs) -> list[AtomicUnit]:
+        disc = Discourse(list(speakers))
+        for turn in window.context_turns:  # read for their mentions only
+            self._facts(turn, docs, disc)
         units: list[AtomicUnit] = []
         for turn in window.new_turns:
-            for text, span_text in self._claims(turn):
-                units.append(self._unit(window, namespace, speakers, turn, text, span_text, len(units)))
+            for claim in self._claims(turn, docs, disc, speakers):
+                units.append(self._unit(window, ns, turn, claim, len(units)))
         return units
 
-    def _claims(self, turn: Turn) -> list[tuple[str, str]]:
-        """(claim text, text the attributes are read from) for one turn."""
+    def _facts(self, turn: Turn, docs: TurnDocs, disc: Discourse) -> list[tuple[Span, Fact | None]]:
+        """(sentence, its fact or None) for a parsed turn; registers the turn's mentions in `disc`."""
+        disc.start_turn(turn.speaker)
+        doc = docs.get(turn)
+        if doc is None:
+            return []
+        cfg = self.config
+        out: list[tuple[Span, Fact | None]] = []
+        for sent in doc.sents:
+            found = sentence_mentions(sent, turn.speaker, disc)
+            fact = None
+            if not is_question(sent) and not is_chitchat(sent, cfg.min_sentence_content_words, disc.speakers):
+                fact = read_fact(sent, turn.speaker, disc, found, cfg.max_object_words)
+            disc.mentions.extend(m for _, m in found)
+            if fact is not None and fact.resolved is not None:
+                disc.refresh(fact.resolved[1])  # the referent stays the most recent
+            out.append((sent, fact))
+        return out
+
+    def _claims(self, turn: Turn, docs: TurnDocs, disc: Discourse, speakers: list[str]) -> list[Claim]:
+        """The units of one new turn: facts, else a whole-turn unit; passages for a long turn; its image."""
         cfg = self.config
         prefix = f"{turn.speaker}: " if cfg.speaker_prefix else ""
-        sentences = split_sentences(turn.text)
-        kept = [s for s in sentences if len(content_words(s)) >= cfg.min_sentence_content_words]
-        claims = [(prefix + s, s) for s in kept]
-        if not claims and len(content_words(turn.text)) >= cfg.min_turn_content_words:
-            claims = [(prefix + turn.text.strip(), turn.text)]
+        claims: list[Claim] = []
+        if len(turn.text) > cfg.max_parse_chars:
+            disc.start_turn(turn.speaker)
+            for chunk in passages(turn.text, cfg.passage_chars):
+                ents = [turn.speaker, *capitalised_entities(chunk, speakers)]
+                claims.append(Claim(prefix + chunk, turn.speaker, "say", chunk, dedupe(ents), None, chunk))
+        else:
+            for sent, fact in self._facts(turn, docs, disc):
+                if fact is not None:
+                    claims.append(_fact_claim(prefix, turn.speaker, speakers, sent, fact))
+            doc = docs.get(turn)
+            text = turn.text.strip()
+            if not claims and doc is not None and len(content_words(text)) >= cfg.min_turn_content_words:
+                span = doc[:]
+                claims.append(Claim(prefix + text, turn.speaker, "say", text,
+                                    entities(span, turn.speaker, speakers), location(span), text))
         if turn.image_caption:
-            short = [s for s in sentences if s not in kept]
-            tail = f" {prefix}{' '.join(short)}" if short and not claims else ""
-            cap = turn.image_caption.strip().rstrip(".")
-            claims.append((f"{turn.speaker} shared an image: {cap}.{tail}", f"{cap}. {' '.join(short)}"))
+            claims.append(_image_claim(turn, prefix, speakers, with_text=not claims))
         return claims
 
-    def _unit(self, window: Window, ns: str, speakers: list[str], turn: Turn, text: str, span_text: str,
-              j: int) -> AtomicUnit:
-        other = next((s for s in speakers if s != turn.speaker), None)
-        subj, rel, obj = extract_triple(span_text, turn.speaker, other)
-        if text.startswith(f"{turn.speaker} shared an image"):
-            subj, rel, obj = turn.speaker, "share", "image: " + (turn.image_caption or "")
-        ents = extract_entities(span_text, speakers)
-        if turn.speaker not in ents:
-            ents.insert(0, turn.speaker)
-        ft = resolve_time(span_text, window.session_date)  # fact time: the same resolver questions use
+    def _unit(self, window: Window, ns: str, turn: Turn, claim: Claim, j: int) -> AtomicUnit:
+        ft = resolve_time(claim.time_text, window.session_date)  # fact time: the same resolver questions use
         return AtomicUnit(
-            id=f"{ns}/{window.key}/u{j}", namespace=ns, session_id=window.session_id, text=text,
+            id=f"{ns}/{window.key}/u{j}", namespace=ns, session_id=window.session_id, text=claim.text,
             first_turn=turn.id, last_turn=turn.id, turn_ids=[turn.id], speaker=turn.speaker,
-            subject=subj, relation=rel, object=obj, entities=ents,
-            location=extract_location(span_text, speakers),
-            fact_time_start=ft.start if ft else None, fact_time_end=ft.end if ft else None,
-            utterance_time=window.session_date, extractor=self.name,
+            subject=claim.subject, relation=claim.relation, object=claim.object, entities=claim.entities,
+            location=claim.location, fact_time_start=ft.start if ft else None,
+            fact_time_end=ft.end if ft else None, utterance_time=window.session_date, extractor=self.name,
         )
+
+
+def _fact_claim(prefix: str, speaker: str, speakers: list[str], sent: Span, fact: Fact) -> Claim:
+    """A fact sentence, verbatim, with the resolution of a pronoun subject appended in brackets."""
+    note = f" [{fact.resolved[0].lower()} = {fact.resolved[1]}]" if fact.resolved else ""
+    extra = [fact.resolved[1]] if fact.resolved else []
+    text = sent.text.strip()
+    return Claim(prefix + text + note, fact.subject, fact.relation, fact.object,
+                 entities(sent, speaker, speakers, extra), location(sent), text)
+
+
+def _image_claim(turn: Turn, prefix: str, speakers: list[str], with_text: bool) -> Claim:
+    """"X shared an image: caption." (with the turn's words when they gave no unit of their own)."""
+    cap = (turn.image_caption or "").strip().rstrip(".")
+    text = turn.text.strip()
+    tail = f" {prefix}{text}" if with_text and text else ""
+    ents = [turn.speaker, *capitalised_entities(f"{cap}. {text}" if with_text else cap, speakers)]
+    return Claim(f"{turn.speaker} shared an image: {cap}.{tail}", turn.speaker, "share", f"image: {cap}",
+                 dedupe(ents), None, f"{cap}. {text}" if with_text else cap)
