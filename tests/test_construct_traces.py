@@ -54,6 +54,7 @@ def test_object_head_word_decides_the_class() -> None:
     assert table.read("work", "the morning shift at the hospital", "Amara").cls == "schedule"
     assert table.read("work at", "Larkspur Books as a shift lead", "Priya").cls == "employment"
     assert table.read("move", "the Iceland trip to September", "Yuki").cls == "plans"
+    assert table.read("move", "the wedding", "Ignacio").cls == "plans"  # a noun in -ing is still a noun
     assert table.read("cancel", "my membership at the gym", "Mae").cls == "membership"
     r = table.read("get", "promoted to project architect", "Ottilie")
     assert (r.cls, r.kind) == ("employment", "change")  # a participle of the table carries its kind
@@ -171,6 +172,8 @@ def test_particles_companions_and_nouns_that_only_look_like_states() -> None:
     assert table.read("keep", "up the great work", "Gina").cls is None  # "work" as a noun names no job
     assert table.read("start", "working at Acme", "Ana").cls == "employment"  # as a participle it does
     assert table.read("stay", "positive", "Jon").cls is None
+    assert table.read("live", "my dream", "Jon").cls is None  # no preposition: no home
+    assert table.read("live", "in Leeds", "Jon").cls == "residence"  # the preposition left in the object
     assert table.read("move in with", "his girlfriend in Hackney", "Dan").cls == "residence"
     assert table.read("be laid off", "", "Felix").kind == "end"
 
@@ -182,3 +185,16 @@ def test_a_remark_on_a_state_replaces_nothing() -> None:
     new, (t,) = build_traces(units, TraceConfig())
     assert t.roles == ["origin", "supplement", "update"]  # the new job names no value, yet it is a new job
     assert [u.superseded for u in new] == [True, True, False]
+
+
+def test_the_latest_state_is_the_latest_value_not_a_later_remark() -> None:
+    units = [_u(0, "Ana", "work at", "Acme", said="2023-01-01"),
+             _u(1, "Ana", "work at", "Globex", said="2023-02-01"),
+             _u(2, "Ana", "love", "my job", said="2023-03-01"),
+             _u(3, "Ana", "work", "", said="2023-04-01")]  # "I'm working hard": no value
+    new, (t,) = build_traces(units, TraceConfig())
+    assert t.roles == ["origin", "update", "supplement", "supplement"]
+    assert t.latest_unit_id == "n/u1" and [u.superseded for u in new] == [True, False, False, False]
+    table = StateTable.default()
+    assert table.read("think of", "working with some fashion bloggers", "Gina").kind == "note"
+    assert table.read("offer", "one-on-one mentoring", "Jon").cls is None  # a noun of the table as a noun only

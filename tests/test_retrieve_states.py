@@ -32,9 +32,10 @@ def test_question_tense(text: str, tense: str | None) -> None:
     assert question_tense(text) == tense
 
 
-def _u(i: int, subject: str, relation: str, obj: str, said: str) -> AtomicUnit:
+def _u(i: int, subject: str, relation: str, obj: str, said: str, turn: int | None = None) -> AtomicUnit:
+    t = f"D1:{i if turn is None else turn}"
     return AtomicUnit(id=f"n/u{i}", namespace="n", session_id="S1", text=f"{subject} {relation} {obj}",
-                      first_turn=f"D1:{i}", last_turn=f"D1:{i}", turn_ids=[f"D1:{i}"], speaker=subject,
+                      first_turn=t, last_turn=t, turn_ids=[t], speaker=subject,
                       subject=subject, relation=relation, object=obj, utterance_time=said)
 
 
@@ -45,24 +46,25 @@ def memory():
              _u(2, "Priya", "work at", "Brightwater Bakery", "2023-05-01"),
              _u(3, "Priya", "paint", "the harbour", "2023-01-02"),
              _u(4, "Tomasz", "live in", "Leeds", "2023-01-03"),
-             _u(5, "Tomasz", "move to", "York", "2023-03-03")]
+             _u(5, "Tomasz", "move to", "York", "2023-03-03"),
+             _u(6, "Priya", "say", "work is hectic", "2023-01-01", turn=0)]  # said in the old job's turn
     units, traces = build_traces(units, TraceConfig())
     return units, traces
 
 
-def test_trace_rows_map_members_to_the_latest_state_and_superseded_states_to_their_update(memory) -> None:
+def test_trace_rows_map_stale_rows_to_the_latest_state_and_to_the_update_that_followed(memory) -> None:
     units, traces = memory
     latest, update = trace_rows(units, traces)
-    assert latest == {0: 2, 1: 2, 2: 2, 4: 5, 5: 5}
-    assert update == {0: 1, 1: 2, 4: 5}
+    assert latest == {0: 2, 1: 2, 4: 5, 6: 2}  # row 6 has no trace but was said in row 0's turn
+    assert update == {0: 1, 1: 2, 4: 5, 6: 1}
 
 
 def test_present_question_puts_the_latest_state_directly_above_a_superseded_one(memory) -> None:
     units, traces = memory
     latest, update = trace_rows(units, traces)
-    rows, scores = reorder([0, 3, 4, 2], [0.9, 0.8, 0.7, 0.1], units, latest, "present", update)
-    assert rows == [2, 0, 3, 5, 4]  # 2 moved up above 0; 5 (missing) added above 4
-    assert scores == [0.9, 0.9, 0.8, 0.7, 0.7]
+    rows, scores = reorder([6, 0, 3, 4, 2], [1.0, 0.9, 0.8, 0.7, 0.1], units, latest, "present", update)
+    assert rows == [2, 6, 0, 3, 5, 4]  # 2 moved up above the old job's turn; 5 (missing) added above 4
+    assert scores == [1.0, 1.0, 0.9, 0.8, 0.7, 0.7]
     assert scores == sorted(scores, reverse=True)
 
 
@@ -72,7 +74,7 @@ def test_transition_question_puts_the_update_above_the_state_it_replaced(memory)
     rows, _ = reorder([0, 2, 3, 1], [0.9, 0.8, 0.7, 0.6], units, latest, "transition", update)
     assert rows == [1, 0, 2, 3]  # the quit (update of row 0) goes first; the bakery stays where it was
     derived, _ = reorder([0, 2, 3, 1], [0.9, 0.8, 0.7, 0.6], units, latest, "transition")
-    assert derived == rows  # the update map can be derived from the units
+    assert derived == rows  # the update map of superseded units can be derived from the units
 
 
 @pytest.mark.parametrize("tense", ["past", None])

@@ -34,6 +34,7 @@ _TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’&\-]*|[,;:.!?()\"]")
 STOPWORDS = load_words("stopwords")
 IGNORED = load_words("state_ignore")
 PARTICLES = load_words("relation_particles")
+PREPOSITIONS = load_words("relation_prepositions")
 NEGATIONS = frozenset({"not", "no", "never", "n't", "don't", "doesn't", "didn't", "isn't", "wasn't", "no longer"})
 AUXILIARIES = frozenset({"be", "is", "am", "are", "was", "were", "been", "being", "get", "got", "gets", "getting",
                          "have", "has", "had", "will", "would", "did", "does", "do"})
@@ -156,8 +157,8 @@ class StateTable:
 
     def head_entry(self, text: str, skip_leading: bool = True) -> Entry | None:
         """The entry of the head word of the first noun chunk of `text` ("the night shift at the
-        hospital" -> shift; "promoted to project architect" -> promote), or None. Nouns count in any
-        form, verbs only as participles ("hard work" names no job, "working at Acme" does)."""
+        hospital" -> shift; "promoted to project architect" -> promote), or None. Nouns count as
+        nouns, verbs only as participles ("hard work" names no job, "working at Acme" does)."""
         toks = tokens(text)
         i = 0
         while skip_leading and i < len(toks) and toks[i] in STOPWORDS:
@@ -174,16 +175,18 @@ class StateTable:
             e = self.entries.get(f)
             if e is None or e.cls in (FROM_OBJECT, LIGHT) or e.use == "rel":
                 continue
-            if e.use == "head" or word.endswith(("ed", "ing")):
-                return e  # a noun in any form; a verb only as a participle ("working", not "the work")
+            participle = word.endswith(("ed", "ing"))  # "working", "promoted", or a listed "engaged"
+            noun = f == word or not participle  # "wedding", "classes"; not "mentoring"
+            if (e.use == "head" and noun) or (e.use == "any" and participle):
+                return e  # a noun as a noun; a verb as a participle ("working at Acme", not "hard work")
         return None
 
     def read(self, relation: str, obj: str, subject: str) -> Reading:
         """Class and kind of a unit from its own fields: the object's head word, else the relation's
         class, else the head of the role a subject names ("my coach is X")."""
         first = tokens(obj)[:1]
-        if first and first[0] in PARTICLES and len(relation.split()) == 1:
-            relation = f"{relation} {first[0]}"  # a particle left in the object: "work" + "on my business"
+        if first and (first[0] in PARTICLES or first[0] in PREPOSITIONS) and len(relation.split()) == 1:
+            relation = f"{relation} {first[0]}"  # left in the object: "work" + "on my business", "live" + "in Leeds"
         lemma, e, negated, rest = self.relation(relation)
         companion = relation.lower().split()[-1:] and relation.lower().split()[-1] in _COMPANION
         if e is None:  # not listed: a remark on a state its object names ("love my job"), else an event
@@ -197,6 +200,8 @@ class StateTable:
         kind: Kind = e.kind if e.kind != "state" or head is None else head.kind  # "got promoted": a change
         if negated:
             kind = "end"
+        elif kind == "state" and not any(t[0].isalnum() for t in tokens(obj)) and not rest:
+            kind = "note"  # "I'm working hard": a state without a value replaces nothing
         cls = head.cls if head is not None else (None if open_class else e.cls)
         if cls is None and e is self.entries.get("be") and "'s " in subject:
             role = self.head_entry(self.subject_key(subject), skip_leading=False)

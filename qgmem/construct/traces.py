@@ -16,12 +16,13 @@ relation) or a *change* ("promote", "reschedule", "move") is an update of the st
 names (else of the current state). A plain value of a one-value class (employment, residence,
 relationship, schedule) whose object shares too little with the current state (overlap coefficient of
 object words < `update_threshold`) is an update and supersedes it; a compatible one is a supplement, and
-so is a remark whose relation is not in the table but whose object names the state ("I love my job").
-In many-value classes (membership, ownership, plans) new values coexist: supplements, unless they take
-up something that had ended. Event traces only accumulate, except that a negation supersedes the
-earlier units it names ("not going to the concert any more"). The latest member is the latest
-supported state. Groups and traces do not depend on the order units are listed in, beyond dialogue
-order for units of the same time (the store keeps units in conversation order).
+so is a remark: a relation outside the table whose object names the state ("I love my job"), or a
+state without a value ("I'm working hard"). In many-value classes (membership, ownership, plans) new
+values coexist: supplements, unless they take up something that had ended. Event traces only
+accumulate, except that a negation supersedes the earlier units it names ("not going to the concert
+any more"). The latest member that states a value (not a remark) is the latest supported state.
+Groups and traces do not depend on the order units are listed in, beyond dialogue order for units of
+the same time (the store keeps units in conversation order).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def traceable(u: AtomicUnit, table: StateTable) -> bool:
 
 
 def object_text(u: AtomicUnit) -> str:
-    return u.object.strip() or u.text
+    return u.object.strip()
 
 
 def _borrowed_key(i: int, earlier: list[tuple[int, str]], words: list[frozenset[str]], thr: float) -> str | None:
@@ -208,8 +209,9 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
         for m, role in zip(g.members, roles):
             new_units[m] = dataclasses.replace(new_units[m], trace_id=tid, trace_role=role, superseded=m in sup)
         head = units[g.members[0]]
+        stated = [m for m, k in zip(g.members, g.kinds) if k != "note"] or g.members
         traces.append(MemoryTrace(
             id=tid, namespace=ns, subject=head.subject, relation=head.relation if g.is_event else g.key,
-            unit_ids=[units[m].id for m in g.members], roles=list(roles), latest_unit_id=units[g.members[-1]].id,
+            unit_ids=[units[m].id for m in g.members], roles=list(roles), latest_unit_id=units[stated[-1]].id,
         ))
     return new_units, traces

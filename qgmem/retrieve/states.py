@@ -5,8 +5,9 @@ before the states it superseded; a question about a transition ("When did Priya 
 see the update before the states it replaced; a question about the past ("... before moving to
 Valencia?") keeps the ranking, since the superseded state is the answer. `question_tense` reads the
 question's cues (qgmem/words/question_tense.txt); `reorder` moves rows of a ranking accordingly,
-adding the latest state or the update when the ranking lacks it. Scores stay non-increasing: a
-moved row takes the score of the row it is placed above.
+adding the latest state or the update when the ranking lacks it. A stale row is a superseded unit or
+a unit without a trace said in the same turn as one (its source dialogue shows the stale state too).
+Scores stay non-increasing: a moved row takes the score of the row it is placed above.
 """
 
 from __future__ import annotations
@@ -68,38 +69,52 @@ def question_tense(text: str) -> Tense | None:
 
 
 def trace_rows(units: list[AtomicUnit], traces: list[MemoryTrace]) -> tuple[dict[int, int], dict[int, int]]:
-    """(row -> row of its trace's latest state, superseded row -> row of the update that followed it),
-    rows being positions in `units`. Computed once per index; `reorder` reads them per question."""
+    """Rows of stale states and what to show above them, rows being positions in `units`:
+    (row -> row of its trace's latest state, row -> row of the update that followed it), for every
+    superseded unit and for the trace-less units said in the same turn (their source dialogue shows
+    the stale state too). Computed once per index; `reorder` reads them per question."""
     row_of = {u.id: i for i, u in enumerate(units)}
     latest: dict[int, int] = {}
     for tr in traces:
         last = row_of.get(tr.latest_unit_id)
-        if last is not None:
-            for x in tr.unit_ids:
-                if x in row_of:
-                    latest[row_of[x]] = last
-    return latest, _update_rows(units, latest)
+        for x in tr.unit_ids:
+            r = row_of.get(x)
+            if last is not None and r is not None and r != last and units[r].superseded:
+                latest[r] = last
+    update = _update_rows(units)
+    by_turn: dict[str, list[int]] = {}
+    for r, u in enumerate(units):
+        if u.trace_id is None:
+            for t in u.turn_ids:
+                by_turn.setdefault(t, []).append(r)
+    for stale in sorted(set(latest) | set(update)):
+        for t in units[stale].turn_ids:
+            for mate in by_turn.get(t, []):
+                if stale in latest:
+                    latest.setdefault(mate, latest[stale])
+                if stale in update:
+                    update.setdefault(mate, update[stale])
+    return latest, update
 
 
 def reorder(rows: list[int], scores: list[float], units: list[AtomicUnit], trace_latest_row: dict[int, int],
             tense: Tense | None, trace_update_row: dict[int, int] | None = None) -> tuple[list[int], list[float]]:
-    """The ranking with, for a present question, each superseded unit's latest state placed directly
-    above it, and for a transition question the update that followed it (both added when missing).
-    `trace_update_row` comes from `trace_rows`; without it it is derived from `units` and the
-    latest-row map (the traces' members are the rows sharing a latest row)."""
+    """The ranking with, for a present question, the latest state placed directly above each stale row
+    (`trace_latest_row`, from `trace_rows`), and for a transition question the update that followed it
+    (`trace_update_row`; derived from the units' trace fields when not given). A missing row is added."""
     if tense not in ("present", "transition") or not rows:
         return list(rows), list(scores)
     if tense == "present":
         helper = trace_latest_row
     else:
-        helper = trace_update_row if trace_update_row is not None else _update_rows(units, trace_latest_row)
+        helper = trace_update_row if trace_update_row is not None else _update_rows(units)
     out_rows: list[int] = []
     out_scores: list[float] = []
     placed: set[int] = set()
     for r, s in zip(rows, scores):
         if r in placed:
             continue  # already moved up above a state it replaced
-        h = helper.get(r) if units[r].superseded else None
+        h = helper.get(r)
         if h is not None and h != r and h not in placed:
             out_rows.append(h)
             out_scores.append(s)
@@ -110,11 +125,12 @@ def reorder(rows: list[int], scores: list[float], units: list[AtomicUnit], trace
     return out_rows, out_scores
 
 
-def _update_rows(units: list[AtomicUnit], latest: dict[int, int]) -> dict[int, int]:
-    """Superseded row -> the first later update of its trace (a trace = the rows sharing a latest row)."""
-    members: dict[int, list[int]] = {}
-    for r, last in latest.items():
-        members.setdefault(last, []).append(r)
+def _update_rows(units: list[AtomicUnit]) -> dict[int, int]:
+    """Superseded row -> the first later update of its trace, from the units' trace fields."""
+    members: dict[str, list[int]] = {}
+    for r, u in enumerate(units):
+        if u.trace_id is not None:
+            members.setdefault(u.trace_id, []).append(r)
     out: dict[int, int] = {}
     for rows in members.values():
         rows.sort(key=lambda r: memory_time_key(units[r], r))
