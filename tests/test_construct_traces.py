@@ -175,6 +175,8 @@ def test_particles_companions_and_nouns_that_only_look_like_states() -> None:
     assert table.read("live", "my dream", "Jon").cls is None  # no preposition: no home
     assert table.read("live", "in Leeds", "Jon").cls == "residence"  # the preposition left in the object
     assert table.read("move in with", "his girlfriend in Hackney", "Dan").cls == "residence"
+    assert table.read("work with", "the artist", "Gina").cls is None  # a collaboration, not a job
+    assert table.read("break up with", "Tamsin", "Wendell's brother").kind == "end"
     assert table.read("be laid off", "", "Felix").kind == "end"
 
 

@@ -140,8 +140,8 @@ class StateTable:
         for seq in (bare, words):  # "be engaged to" -> engaged; "get rid of" stays itself
             for n in range(len(seq), 0, -1):
                 rest = seq[n:]
-                if rest and rest[0] in PARTICLES:
-                    continue  # "work on" is not "work"
+                if rest and (rest[0] in PARTICLES or (n == 1 and rest[0] in _COMPANION)):
+                    continue  # "work on", "work with" are not "work"; "break up with" is "break up"
                 e = self._phrase(seq[:n])
                 if e is not None:
                     return lemma, e, negated, rest
