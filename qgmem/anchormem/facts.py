@@ -214,8 +214,6 @@ def rule_units(conversation: Conversation) -> list[AtomicUnit]:
 
     extractor = RuleExtractor()
     speakers = conversation.speakers or sorted({t.speaker for t in conversation.turns()})
-    units: list[AtomicUnit] = []
-    for session in conversation.sessions:
-        for window in make_windows(session):
-            units.extend(extractor.extract(window, conversation.id, speakers))
-    return units
+    windows = [w for session in conversation.sessions for w in make_windows(session)]
+    # one run over all windows: the parser sees the turns in batches
+    return [u for res in extractor.run(windows, conversation.id, speakers) for u in res.units]

@@ -8,7 +8,8 @@ past/-ing verb whose subject is the elided speaker ("Went to the beach yesterday
 Relation: the verb's lemma, with its particle ("give up") or the preposition that governs its object
 ("work at", "move to"); "be" for a copula; "be <participle>" for a passive; "not " in front when
 negated. Auxiliaries are skipped, and "going to <verb>" reads the inner verb. After a framing verb
-("I think ...", qgmem/words/framing_verbs.txt) the fact is read from the complement clause.
+("I think ...", qgmem/words/framing_verbs.txt) the fact is read from the complement clause; of
+several clauses ("I quit the class, it clashed with my job") the one about the speaker wins.
 """
 
 from __future__ import annotations
@@ -245,11 +246,11 @@ def read_subject(subj: Token | None, speaker: str, disc: Discourse, before: list
     cls = pronoun_class(subj)
     if cls == "thing" and _extraposed(subj):
         return subj.lower_, None  # "It was great to see them": the "it" points to the clause, not back
+    if cls == "first":
+        return speaker, None  # the claim text already names the speaker
     if cls is not None:
         ref = disc.resolve(cls, speaker, left)
-        if cls == "first" or ref is None:
-            return (speaker, None) if cls == "first" else (subj.lower_, None)
-        return ref, (subj.text, ref)
+        return (ref, (subj.text, ref)) if ref else (subj.lower_, None)
     toks = _subject_tokens(subj, disc.speakers) or [subj]
     text = phrase(toks, speaker, disc, left)
     named = [t for t in toks if t.lower_ not in ("the", "a", "an")][:1]
@@ -276,7 +277,7 @@ def _clean(text: str) -> str:
     return text[4:] if text.lower().startswith("the ") else text
 
 
-def entities(span: Span, speaker: str, speakers: list[str], extra: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+def entities(span: Span, speaker: str, speakers: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
     """The speaker, `extra`, named entities, speakers named, then noun-phrase heads: common nouns as
     lemma in lower case, proper nouns the recogniser missed as written."""
     out = [speaker, *extra]
