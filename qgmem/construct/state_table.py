@@ -6,8 +6,10 @@ comes from the word table `qgmem/words/state_relations.txt`: first from the head
 "live in", "break up"), else, for a relation that only says a state ended or changed ("quit Acme"),
 from the subject's earlier state whose object it names (decided in construct/traces.py). The table
 also gives the unit's *kind*: a value of the state, its end ("quit", "cancel", a negated relation) or
-a change to a new value ("promote", "reschedule"). Relations outside the table form event groups
-keyed by their own lemma; light verbs ("be", "have", "go") join a trace only through their object.
+a change to a new value ("promote", "reschedule"). A relation outside the table only remarks on the
+state its object's head word names ("love my job"), or else forms an event group keyed by its own
+lemma; light verbs ("be", "have", "go") join a trace only through their object. Grammar words (negations,
+particles, prepositions) come from `qgmem/words/relation_grammar.txt`.
 
 Words are matched in any regular inflection ("works", "working", "promoted", "classes"); a relation
 may also come as a Snowball stem ("studi", from the older rule extractor). Stems are not used for head
@@ -33,16 +35,19 @@ _stemmer = Stemmer.Stemmer("english")
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’&\-]*|[,;:.!?()\"]")
 STOPWORDS = load_words("stopwords")
 IGNORED = load_words("state_ignore")
-PARTICLES = load_words("relation_particles")
-PREPOSITIONS = load_words("relation_prepositions")
-NEGATIONS = frozenset({"not", "no", "never", "n't", "don't", "doesn't", "didn't", "isn't", "wasn't", "no longer"})
-AUXILIARIES = frozenset({"be", "is", "am", "are", "was", "were", "been", "being", "get", "got", "gets", "getting",
-                         "have", "has", "had", "will", "would", "did", "does", "do"})
-# a noun phrase's head precedes these ("a budgie called Kiwi"): they end the chunk read for a head word
-_CHUNK_BREAKS = frozenset({"called", "named"})
-# a relation ending in one of these takes a companion, not a theme: "move in with" + "his girlfriend"
-# says where he lives, not whom he dates, so the object's head word does not decide the class
-_COMPANION = frozenset({"with", "without", "near", "beside", "alongside"})
+
+
+def _grammar(role: str) -> frozenset[str]:
+    """Words of one role in qgmem/words/relation_grammar.txt (the file says what each role does)."""
+    return frozenset(row[0] for row in load_rows("relation_grammar") if row[1:] == (role,))
+
+
+NEGATIONS = _grammar("negation")
+AUXILIARIES = _grammar("auxiliary")
+PARTICLES = _grammar("particle")
+PREPOSITIONS = _grammar("preposition")
+_COMPANION = _grammar("companion")
+_CHUNK_BREAKS = _grammar("chunk_break")
 
 
 @lru_cache(maxsize=100_000)
