@@ -256,7 +256,7 @@ def test_word_lists_are_data_files_with_a_header() -> None:
     assert load_table("person_nouns")["sister"] == "f" and load_table("person_nouns")["ms"] == "f"
     assert "think" in load_words("framing_verbs") and "#" not in "".join(load_words("framing_verbs"))
     assert load_table("pronouns")["her"] == "she" and load_table("pronouns")["my"] == "first"
-    assert load_list("state_relations")[:2] == ("live", "work")  # file order kept
+    assert load_list("stopwords")[:2] == ("a", "about")  # file order kept
     with pytest.raises(FileNotFoundError):
         load_words("no_such_list")
 

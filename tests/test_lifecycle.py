@@ -222,7 +222,8 @@ def test_history_returns_the_trace_of_a_unit_and_forget_works_through_the_pipeli
         for i, (firm, role, ben) in enumerate(jobs, start=1)], speakers=["Ann", "Ben"])
     with _pipe(tmp_path) as pipe:
         pipe.add(conv)
-        (trace,) = pipe.store.traces("h")
+        (trace,) = [t for t in pipe.store.traces("h") if t.subject == "Ann"]  # Ben's bike and cat are another
+        assert trace.relation == "employment"
         hist = pipe.history(trace.unit_ids[0])
         assert [u.id for u in hist] == trace.unit_ids and [u.trace_role for u in hist] == ["origin", "update", "update"]
         assert [u.superseded for u in hist] == [True, True, False] and "Initech" in hist[-1].text
@@ -230,7 +231,7 @@ def test_history_returns_the_trace_of_a_unit_and_forget_works_through_the_pipeli
         assert pipe.history(lone.id) == [lone]
         pipe.forget("h", turn_ids=["D3:1"])
         assert all("Initech" not in u.text for u in pipe.store.units("h"))
-        (trace,) = pipe.store.traces("h")
+        (trace,) = [t for t in pipe.store.traces("h") if t.subject == "Ann"]
         assert "Globex" in pipe.history(trace.latest_unit_id)[-1].text  # the latest state is the one left
         pipe.working_memory("Where does Ann work now?", "h")  # re-indexed after forgetting
         pipe.forget("h")

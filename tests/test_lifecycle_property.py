@@ -26,8 +26,7 @@ FACTS = ["I work at {p}.", "I moved to {c}.", "I quit my job at {p}.", "My teach
          "I started working at {p} last week.", "We visited {c} with {n}.", "I adopted a cat named {n}."]
 PLACES = {"p": ["Acme", "Globex", "Initech", "Hooli"], "c": ["Paris", "Lyon", "Oslo", "Kyoto"],
           "n": ["Rex", "Maya", "Omar", "Lena"]}
-CFG = BuildConfig(extractor="llm", consolidation="rule", embedder="hash",
-                  traces=TraceConfig(neighbour_space="embedding"))
+CFG = BuildConfig(extractor="llm", consolidation="rule", embedder="hash", traces=TraceConfig())
 
 
 def _sentence(rng: random.Random) -> str:

@@ -1,4 +1,4 @@
-"""QGMem memory construction: dialogue -> windows -> atomic units -> embeddings -> memory traces.
+"""QGMem memory construction: dialogue -> windows -> atomic units -> memory traces.
 
 `build_memory` is resumable, incremental and content-addressed: a window's done key names its
 position, the content of its turns and the extraction settings, and its units are committed together
@@ -6,8 +6,8 @@ with that key. A killed build resumes where it stopped; a conversation that gain
 extracts only the new windows; an edited or deleted turn changes its windows' keys, so their old units
 are dropped and the windows extracted again; other settings (window size, extractor, LLM, prompt)
 change every key, so the memory is rebuilt. Units are kept in conversation order whatever the order
-of builds, failures and resumes, so traces and latest states equal those of a fresh build. Claim
-embeddings are reused by unit id and text; traces are recomputed (cheap) whenever the units changed.
+of builds, failures and resumes, so traces and latest states equal those of a fresh build. Traces
+read unit fields only (no embeddings) and are recomputed (cheap) whenever the units changed.
 A namespace is *complete* only when every window is extracted and its traces are current; a build
 with failed windows leaves it incomplete, and readers refuse it unless told to accept partial memory.
 """
@@ -31,14 +31,7 @@ from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected
 from qgmem.construct.nlp import nlp_identity
 from qgmem.construct.report import BuildReport, PhaseStats, usage_delta, usage_snapshot
 from qgmem.construct.rule import RuleConfig, RuleExtractor
-from qgmem.construct.traces import (
-    TraceConfig,
-    build_traces,
-    group_traces,
-    object_text,
-    relation_text,
-    tfidf_matrix,
-)
+from qgmem.construct.traces import TraceConfig, build_traces, group_traces
 from qgmem.construct.windows import Window, make_windows
 from qgmem.data.validate import InputLimits, check_conversation
 from qgmem.errors import UserError
@@ -165,15 +158,6 @@ def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBacken
     raise ValueError(f"unknown extractor {kind!r} (expected 'rule' or 'llm')")
 
 
-def _encode_unique(store: MemoryStore, ns: str, kind: str, embedder: TextEmbedder, texts: list[str],
-                   stats: PhaseStats, prune: bool = True) -> np.ndarray:
-    """Vectors of `texts`, each distinct text encoded once and kept in the store for the next build."""
-    vecs, encoded = store.cached_vectors(ns, kind, texts, embedder.encode, embedder.name, prune=prune)
-    stats.texts_encoded += encoded  # distinct new texts: what the encoder ran on
-    stats.texts_reused += len(texts) - encoded  # texts served without encoding (repeats included)
-    return vecs
-
-
 def _traces_key(units: list[AtomicUnit], sources: list[str], cfg: BuildConfig, consolidation: str) -> str:
     """Names the units (by id and source window content) and the trace settings."""
     h = hashlib.sha1(json.dumps([[u.id for u in units], sources, asdict(cfg.traces), consolidation,
@@ -195,7 +179,8 @@ def build_memory(
 
     With no `store`, a temporary one is used and discarded. `progress(n)` is called after every n
     windows processed. Failed LLM windows are recorded in the store and `report`, not marked done,
-    and leave the namespace incomplete (`is_complete`).
+    and leave the namespace incomplete (`is_complete`). `embedder` is accepted for callers that pass
+    one; construction encodes nothing since traces are grouped from unit fields.
     """
     cfg = config or BuildConfig(extractor=extractor if isinstance(extractor, str) else "rule")
     if store is None:
@@ -214,7 +199,7 @@ def build_memory(
         return current
     with store.writer():
         sources = _extract(conversation, ex, llm, store, cfg, report, progress)
-        return _consolidate(conversation, extractor, ex, llm, store, cfg, embedder, report, sources)
+        return _consolidate(conversation, extractor, ex, llm, store, cfg, report, sources)
 
 
 def _current_memory(conversation: Conversation, ex: Extractor, store: MemoryStore, cfg: BuildConfig,
@@ -292,49 +277,25 @@ def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None,
 
 
 def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Extractor, llm: ChatBackend | None,
-                 store: MemoryStore, cfg: BuildConfig, embedder: TextEmbedder | None, report: BuildReport,
-                 sources: list[str]) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
+                 store: MemoryStore, cfg: BuildConfig, report: BuildReport, sources: list[str]
+                 ) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
     """Traces over the stored units (skipped when current); marks the namespace complete when no
-    window is missing."""
+    window is missing. Grouping reads unit fields only (construct/traces.py), so nothing is encoded."""
     ns = conversation.id
     units = store.units(ns)
     consolidation = cfg.consolidation if cfg.consolidation != "auto" else (
         "llm" if (extractor == "llm" or getattr(ex, "name", "") == "llm") else "rule")
     key = _traces_key(units, sources, cfg, consolidation)
+    report.add(ns, "embedding", PhaseStats())
     if store.is_done(ns, key) and store.is_done(ns, TRACES_DONE):
         traces = store.traces(ns)
         report.add(ns, "consolidation", PhaseStats(traces=len(traces)))
-        report.add(ns, "embedding", PhaseStats())
         _mark_complete(store, ns, report)
         return units, traces
-    if embedder is None:
-        from qgmem.embed import get_embedder
-
-        embedder = get_embedder(cfg.embedder)
-    est = PhaseStats()
-    t0 = time.perf_counter()
-    if cfg.traces.neighbour_space == "embedding":
-        claim: Any = _encode_unique(store, ns, "claim", embedder, [u.text for u in units], est)
-    elif cfg.traces.neighbour_space == "tfidf":
-        claim = tfidf_matrix([u.text for u in units])
-    else:
-        raise ValueError(f"traces.neighbour_space: {cfg.traces.neighbour_space!r} is not 'tfidf' or 'embedding'")
-    relation = _encode_unique(store, ns, "trace-relation", embedder, [relation_text(u) for u in units], est)
-
-    def objects(idx: list[int]) -> np.ndarray:
-        ts = time.perf_counter()
-        out = _encode_unique(store, ns, "trace-object", embedder, [object_text(units[i]) for i in idx], est,
-                             prune=False)
-        est.seconds += time.perf_counter() - ts
-        return out
-
-    est.seconds = time.perf_counter() - t0
     cst = PhaseStats()
     t1, before = time.perf_counter(), usage_snapshot(llm)
-    roles_fn = _llm_roles(units, claim, relation, llm, store, cfg, report, cst) if consolidation == "llm" and units \
-        else None
-    emb_before = est.seconds
-    new_units, traces = build_traces(units, claim, relation, objects, cfg.traces, roles_fn)
+    roles_fn = _llm_roles(units, llm, store, cfg, report, cst) if consolidation == "llm" and units else None
+    new_units, traces = build_traces(units, cfg.traces, roles_fn)
     changed = [n for o, n in zip(units, new_units) if (o.trace_id, o.trace_role, o.superseded) !=
                (n.trace_id, n.trace_role, n.superseded)]  # only these units' stored records change
     store.put_traces(ns, traces, changed)
@@ -342,10 +303,9 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
     store.mark_done(ns, key)
     store.mark_done(ns, TRACES_DONE)
     _mark_complete(store, ns, report)
-    cst.seconds = time.perf_counter() - t1 - (est.seconds - emb_before)  # object encoding counts as embedding
+    cst.seconds = time.perf_counter() - t1
     usage_delta(cst, before, usage_snapshot(llm))
     cst.traces = len(traces)
-    report.add(ns, "embedding", est)
     report.add(ns, "consolidation", cst)
     return new_units, traces
 
@@ -355,15 +315,15 @@ def _mark_complete(store: MemoryStore, ns: str, report: BuildReport) -> None:
         store.mark_done(ns, COMPLETE)
 
 
-def _llm_roles(units: list[AtomicUnit], claim: Any, relation: np.ndarray, llm: ChatBackend | None,
-               store: MemoryStore, cfg: BuildConfig, report: BuildReport, cst: PhaseStats) -> Any:
+def _llm_roles(units: list[AtomicUnit], llm: ChatBackend | None, store: MemoryStore, cfg: BuildConfig,
+               report: BuildReport, cst: PhaseStats) -> Any:
     """Update/supplement roles decided by the LLM per trace group; rule roles where it failed."""
     if llm is None:
         raise ValueError("consolidation='llm' needs an LLM backend")
     from qgmem.construct.consolidate import LLMConsolidator
 
     ns = units[0].namespace
-    groups = group_traces(units, claim, relation, cfg.traces)
+    groups = [g.members for g in group_traces(units, cfg.traces)]
     outcome = LLMConsolidator(llm).decide([[units[i] for i in g] for g in groups])
     for gi, (err, raw) in outcome.failures.items():
         fkey = f"consolidate:{units[groups[gi][0]].id}"

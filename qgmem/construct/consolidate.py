@@ -1,6 +1,6 @@
 """LLM consolidation: per trace, the LLM decides update vs supplement (prompts/consolidate.txt).
 
-Traces are grouped by the rule path (shared subject, similar relation, fact-level neighbours); only
+Traces are grouped by the rule path (shared subject, state class from the word table; construct/traces.py); only
 the roles come from the LLM. A reply that stays invalid after a re-ask falls back to the rule roles
 for that trace and is recorded as a failure, so the build table counts it.
 """

@@ -1,126 +1,139 @@
-"""Dynamic memory traces (QGMem §III-A2): units of one evolving subject+relation, in memory-time order.
+"""Dynamic memory traces (QGMem §III-A2): units of one evolving state of one subject, in memory-time order.
 
-Candidates come from each unit's 20 nearest fact-level neighbours, which keeps consolidation O(n·k)
-in pairs examined. Neighbours are found with TF-IDF cosine over claim words by default (CPU-cheap:
-MiniLM-encoding every claim dominated the build time on 2 cores) or with MiniLM claim embeddings
-(`neighbour_space: embedding`). Two neighbours join a trace when they share the subject
-(case-insensitive) and their relations agree (relation-embedding cosine >= 0.80); connected groups
-of >= 2 units are traces. We compare subject and relation separately rather than embedding the string
-"subject relation": with MiniLM a shared person name dominates that similarity ("Melanie hear" vs
-"Melanie type" scores above 0.8), which merges unrelated claims.
+Grouping is one pass over the units with a dict, keyed by (subject, state class): "Priya works at
+Larkspur Books", "Priya quit Larkspur Books" and "Priya works at Brightwater Bakery now" form one
+employment trace. The class comes from the word table (construct/state_table.py): the object's head
+word, else the relation, else, for a relation that only ends or changes a state ("quit Acme",
+"switched it"), the subject's latest earlier unit whose object names the same thing. Relations
+outside the table form event traces keyed by (subject, lemma), split into groups whose objects share
+a word (a trajectory is about one thing: "went camping" twice, not every "went"). Units whose relation
+is "say", whose subject is an unresolved pronoun or not a named subject, and light verbs ("be",
+"have") without a state class join no trace.
 
-Roles (rule path): for *state* relations (live, work, be, have, own, ...), a later unit whose object
-is incompatible with the current state (object cosine < `update_threshold`) is an *update* and
-supersedes the states it contradicts; a compatible one is a *supplement* (both stay valid). Event
-relations (go, visit, paint, ...) accumulate: later members are supplements, nothing is superseded.
-The latest member is the latest supported state.
+Roles (rule path), in memory time (fact time, else utterance time, else dialogue order; a fact time
+after the utterance, a plan, counts from when it was said). An *end* ("quit", "cancel", a negated
+relation) or a *change* ("promote", "reschedule", "move") is an update of the states whose object it
+names (else of the current state). A plain value of a one-value class (employment, residence,
+relationship, schedule) whose object shares too little with the current state (overlap coefficient of
+object words < `update_threshold`) is an update and supersedes it; a compatible one is a supplement, and
+so is a remark: a relation outside the table whose object names the state ("I love my job"), or a
+state without a value ("I'm working hard"). In many-value classes (membership, ownership, plans) new
+values coexist: supplements, unless they take up something that had ended. Event traces only
+accumulate, except that a negation supersedes the earlier units it names ("not going to the concert
+any more"). The latest member that states a value (not a remark) is the latest supported state.
+Groups and traces do not depend on the order units are listed in, beyond dialogue order for units of
+the same time (the store keeps units in conversation order).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-from scipy import sparse
-
+from qgmem.construct.state_table import Reading, StateTable, overlap
 from qgmem.types import AtomicUnit, MemoryTrace
-from qgmem.words import load_list, load_words
+from qgmem.words import load_words
 
 Role = Literal["origin", "update", "supplement"]
 RolesFn = Callable[[int, list[int]], "tuple[list[Role], set[int]] | None"]
 
+# a unit whose subject is an unresolved pronoun cannot be placed in anyone's trajectory
+UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
+EVENT = "event:"  # prefix of an event group's key (the relation lemma follows)
+
 
 @dataclass
 class TraceConfig:
-    neighbours: int = 20  # fact-level neighbours examined per unit
-    relation_threshold: float = 0.80  # subject-relation cosine to join a trace
     min_size: int = 2
-    update_threshold: float = 0.5  # object cosine below this = incompatible value = update
-    neighbour_space: str = "tfidf"  # "tfidf" (claim words) | "embedding" (MiniLM claim embeddings)
+    update_threshold: float = 0.5  # object-word overlap below this = another value = an update
     max_size: int = 50  # a larger group is split into chronological chunks (keeps trajectories readable)
-    state_relations: list[str] = dataclasses.field(default_factory=lambda: list(STATE_RELATIONS))
 
 
-# relations whose value is a current state that a later value replaces (rule path)
-STATE_RELATIONS = load_list("state_relations")
+@dataclass(frozen=True)
+class Group:
+    """One trace to be: members in memory-time order, and how their roles are decided."""
+
+    subject: str  # the subject key
+    key: str  # state class, or EVENT + relation lemma
+    members: list[int]
+    kinds: list[str]  # per member: "state" | "end" | "change" | "note"
+
+    @property
+    def is_event(self) -> bool:
+        return self.key.startswith(EVENT)
 
 
-# a unit whose subject is an unresolved pronoun cannot be placed in anyone's trajectory
-UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
-
-
-def subject_key(u: AtomicUnit) -> str:
-    return " ".join(u.subject.lower().split())
-
-
-def relation_text(u: AtomicUnit) -> str:
-    return u.relation.strip() or "say"
-
-
-def object_text(u: AtomicUnit) -> str:
-    return u.object.strip() or u.text
+def memory_time(u: AtomicUnit) -> str:
+    """Fact time if known and not after the utterance (a plan counts from when it was said), else
+    utterance time; "9999" when neither is known (dialogue order decides)."""
+    fact, said = (u.fact_time_start or "")[:10], (u.utterance_time or "")[:10]
+    if fact and (not said or fact <= said):
+        return fact
+    return said or fact or "9999"
 
 
 def memory_time_key(u: AtomicUnit, position: int) -> tuple[str, int]:
-    """Fact time if known, else utterance time, else dialogue order."""
-    t = u.fact_time_start or (u.utterance_time or "")[:10]
-    return (t or "9999", position)
+    return (memory_time(u), position)
 
 
-def tfidf_matrix(texts: list[str]) -> sparse.csr_matrix:
-    """L2-normalised TF-IDF rows over lower-cased content words (sublinear tf, smooth idf)."""
-    from qgmem.construct.rule import STOPWORDS
-
-    vocab: dict[str, int] = {}
-    rows, cols, vals = [], [], []
-    for i, t in enumerate(texts):
-        counts: dict[int, int] = {}
-        for w in re.findall(r"[a-z0-9']+", t.lower()):
-            if w in STOPWORDS or len(w) < 2:
-                continue
-            j = vocab.setdefault(w, len(vocab))
-            counts[j] = counts.get(j, 0) + 1
-        for j, c in counts.items():
-            rows.append(i)
-            cols.append(j)
-            vals.append(1.0 + np.log(c))
-    m = sparse.csr_matrix((np.array(vals, dtype=np.float32), (rows, cols)), shape=(len(texts), max(1, len(vocab))))
-    df = np.bincount(m.indices, minlength=m.shape[1])
-    idf = (np.log((1 + len(texts)) / (1 + df)) + 1.0).astype(np.float32)
-    m = m.multiply(idf[None, :]).tocsr()
-    norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    return sparse.csr_matrix(m.multiply(1.0 / norms[:, None]), dtype=np.float32)
+def traceable(u: AtomicUnit, table: StateTable) -> bool:
+    """A named subject (not a pronoun, not an activity) and a relation other than "say"."""
+    subj = table.subject_key(u.subject)
+    rel = u.relation.strip().lower()
+    return bool(subj) and subj not in UNRESOLVED_SUBJECTS and u.subject.strip()[:1].isupper() \
+        and rel not in ("", "say")
 
 
-def neighbour_pairs(claim: np.ndarray | sparse.spmatrix, k: int) -> list[tuple[int, int]]:
-    """(i, j), i < j, for j among the k nearest neighbours of i by cosine (rows are L2-normalised;
-    dense embeddings or sparse TF-IDF rows)."""
-    n = claim.shape[0]
-    if n < 2:
-        return []
-    k = min(k, n - 1)
-    pairs: set[tuple[int, int]] = set()
-    block = 1024
-    for s in range(0, n, block):
-        sims = claim[s:s + block] @ claim.T
-        sims = sims.toarray() if sparse.issparse(sims) else np.array(sims, dtype=np.float32)
-        for r in range(sims.shape[0]):
-            sims[r, s + r] = -np.inf
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        for r, row in enumerate(top):
-            i = s + r
-            for j in row.tolist():
-                pairs.add((i, j) if i < j else (j, i))
-    return sorted(pairs)
+def object_text(u: AtomicUnit) -> str:
+    return u.object.strip()
 
 
-def _components(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
-    parent = list(range(n))
+def _borrowed_key(i: int, earlier: list[tuple[int, str]], words: list[frozenset[str]], thr: float) -> str | None:
+    """The group key of the latest earlier unit of the subject whose object names the same thing."""
+    for j, key in reversed(earlier):
+        if overlap(words[i], words[j]) >= thr:
+            return key
+    return None
+
+
+def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None) -> list[Group]:
+    """Groups of >= `min_size` units (members in memory-time order), in a canonical order."""
+    table = table or StateTable.default()
+    readings: list[Reading | None] = [table.read(u.relation, object_text(u), u.subject) if traceable(u, table)
+                                      else None for u in units]
+    words = [table.object_words(object_text(u)) for u in units]
+    buckets: dict[tuple[str, str], list[int]] = {}
+    earlier: dict[str, list[tuple[int, str]]] = {}  # subject -> (unit, group key) so far, in memory time
+    for i in sorted(range(len(units)), key=lambda i: memory_time_key(units[i], i)):
+        r = readings[i]
+        if r is None:
+            continue
+        subj = table.subject_key(units[i].subject)
+        key = r.cls
+        if key is None and r.from_object and r.kind != "state":
+            key = _borrowed_key(i, earlier.get(subj, []), words, cfg.update_threshold)
+        if key is None and r.light:
+            continue
+        key = key or EVENT + r.lemma
+        buckets.setdefault((subj, key), []).append(i)
+        earlier.setdefault(subj, []).append((i, key))
+    groups: list[Group] = []
+    for (subj, key), members in buckets.items():
+        parts = _word_components(members, words) if key.startswith(EVENT) else [members]
+        for part in parts:
+            for s in range(0, len(part), cfg.max_size):
+                chunk = part[s:s + cfg.max_size]
+                if len(chunk) >= cfg.min_size:
+                    groups.append(Group(subj, key, chunk, [readings[m].kind for m in chunk]))  # type: ignore[union-attr]
+    groups.sort(key=lambda g: (memory_time(units[g.members[0]]), g.subject, g.key, units[g.members[0]].id))
+    return groups
+
+
+def _word_components(members: list[int], words: list[frozenset[str]]) -> list[list[int]]:
+    """Members (kept in order) split into groups connected by a shared object word."""
+    parent = {m: m for m in members}
 
     def find(x: int) -> int:
         while parent[x] != x:
@@ -128,100 +141,77 @@ def _components(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
             x = parent[x]
         return x
 
-    for i, j in edges:
-        ri, rj = find(i), find(j)
-        if ri != rj:
-            parent[max(ri, rj)] = min(ri, rj)
-    groups: dict[int, list[int]] = {}
-    for i in range(n):
-        groups.setdefault(find(i), []).append(i)
-    return [sorted(g) for g in groups.values()]
+    first_with: dict[str, int] = {}
+    for m in members:
+        for w in sorted(words[m]):
+            o = first_with.setdefault(w, m)
+            if o != m:
+                parent[find(m)] = find(o)
+    parts: dict[int, list[int]] = {}
+    for m in members:
+        parts.setdefault(find(m), []).append(m)
+    return list(parts.values())
 
 
-def group_traces(units: list[AtomicUnit], claim: np.ndarray | sparse.spmatrix, relation: np.ndarray, cfg: TraceConfig) -> list[list[int]]:
-    """Unit index groups (each in memory-time order) that form traces. `relation[i]` embeds units[i].relation."""
-    subj = [subject_key(u) for u in units]
-    # only named subjects ("Alice", "Alice's dog Rex") have a trajectory; pronouns and activities do not
-    traceable = [s not in UNRESOLVED_SUBJECTS and u.subject[:1].isupper() for s, u in zip(subj, units)]
-    edges = [(i, j) for i, j in neighbour_pairs(claim, cfg.neighbours)
-             if subj[i] == subj[j] and traceable[i] and float(relation[i] @ relation[j]) >= cfg.relation_threshold]
-    out: list[list[int]] = []
-    for g in _components(len(units), edges):
-        if len(g) < cfg.min_size:
-            continue
-        g = sorted(g, key=lambda i: memory_time_key(units[i], i))
-        for s in range(0, len(g), cfg.max_size):
-            chunk = g[s:s + cfg.max_size]
-            if len(chunk) >= cfg.min_size:
-                out.append(chunk)
-    out.sort(key=lambda g: g[0])
-    return out
-
-
-def rule_roles(members: list[int], obj: np.ndarray, cfg: TraceConfig, is_state: bool = True
+def rule_roles(group: Group, words: list[frozenset[str]], single: bool, cfg: TraceConfig
                ) -> tuple[list[Role], set[int]]:
-    """Roles per member and the members superseded by a later update. `obj` rows align with `members`' indices."""
+    """Roles per member and the members superseded by a later update (see the module docstring)."""
+    members = group.members
+    kinds = dict(zip(members, group.kinds))
     roles: list[Role] = ["origin"]
-    if not is_state:
-        return roles + ["supplement"] * (len(members) - 1), set()
     active = [members[0]]
     superseded: set[int] = set()
     for m in members[1:]:
-        sims = [float(obj[m] @ obj[a]) for a in active]
-        if max(sims) < cfg.update_threshold:
+        kind = kinds[m]
+        near = [a for a in active if overlap(words[m], words[a]) >= cfg.update_threshold]
+        ended = [a for a in near if kinds[a] == "end"]
+        if group.is_event:
+            targets = near if kind == "end" else []
+        elif kind in ("end", "change"):
+            targets = near or (list(active) if single else active[-1:])
+        elif kind == "note":  # a remark on the state ("I love my job") replaces nothing
+            targets = []
+        elif single:  # a value compatible with a current (not ended) state refines it
+            targets = [] if any(kinds[a] != "end" for a in near) else list(active)
+        else:
+            targets = ended
+        if targets:
             roles.append("update")
-            superseded.update(active)
-            active = [m]
+            superseded.update(targets)
+            active = [a for a in active if a not in targets]
         else:
             roles.append("supplement")
-            active.append(m)
+        active.append(m)
     return roles, superseded
 
 
-def is_state_relation(relation: str, cfg: TraceConfig) -> bool:
-    """A state relation by its verb: "work", "work at" and "not work at" all name the state "work"."""
-    words = relation.lower().split()
-    words = words[1:] if words[:1] == ["not"] else words
-    states = set(cfg.state_relations)
-    return bool(words) and (" ".join(words) in states or words[0] in states)
-
-
-ObjectEmbedFn = Callable[[list[int]], np.ndarray]
-
-
-def build_traces(
-    units: list[AtomicUnit], claim: np.ndarray | sparse.spmatrix, relation: np.ndarray, objects: ObjectEmbedFn | np.ndarray,
-    cfg: TraceConfig, roles_fn: RolesFn | None = None,
-) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
+def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | None = None,
+                 table: StateTable | None = None) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
     """Traces of one namespace and the units with `trace_id`/`trace_role`/`superseded` set.
 
-    `objects` is an (n, d) object-embedding matrix or a function giving it for the unit indices that need
-    one (only members of state traces do, which saves most of the encoding). `roles_fn(trace_index,
-    members) -> (roles, superseded) | None` may decide roles (the LLM path); None falls back to the rule.
+    `roles_fn(trace_index, members) -> (roles, superseded) | None` may decide roles (the LLM path);
+    None falls back to the rule. Trace ids are `<namespace>/t<i>` in the canonical group order.
     """
     if not units:
         return [], []
+    table = table or StateTable.default()
     ns = units[0].namespace
     new_units = [dataclasses.replace(u, trace_id=None, trace_role=None, superseded=False) for u in units]
-    groups = group_traces(units, claim, relation, cfg)
-    state = [is_state_relation(units[g[0]].relation, cfg) for g in groups]
-    obj: np.ndarray | None = objects if isinstance(objects, np.ndarray) else None
-    if obj is None:
-        need = sorted({m for g, st in zip(groups, state) if st for m in g})
-        dim = relation.shape[1] if relation.ndim == 2 else 1
-        obj = np.zeros((len(units), dim), dtype=np.float32)
-        if need:
-            obj[need] = objects(need)  # type: ignore[operator]
+    groups = group_traces(units, cfg, table)
+    words = [table.object_words(object_text(u)) for u in units]
     traces: list[MemoryTrace] = []
-    for ti, members in enumerate(groups):
-        decided = roles_fn(ti, members) if roles_fn is not None else None
-        roles, sup = decided if decided is not None else rule_roles(members, obj, cfg, state[ti])
+    for ti, g in enumerate(groups):
+        decided = roles_fn(ti, g.members) if roles_fn is not None else None
+        if decided is None:
+            decided = rule_roles(g, words, not g.is_event and table.is_single(g.key), cfg)
+        roles, sup = decided
         tid = f"{ns}/t{ti}"
-        head = units[members[0]]
-        for m, role in zip(members, roles):
+        for m, role in zip(g.members, roles):
             new_units[m] = dataclasses.replace(new_units[m], trace_id=tid, trace_role=role, superseded=m in sup)
+        head = units[g.members[0]]
+        stated = [m for m, k in zip(g.members, g.kinds) if k != "note"] or g.members
         traces.append(MemoryTrace(
-            id=tid, namespace=ns, subject=head.subject, relation=head.relation,
-            unit_ids=[units[m].id for m in members], roles=list(roles), latest_unit_id=units[members[-1]].id,
+            id=tid, namespace=ns, subject=head.subject, relation=head.relation if g.is_event else g.key,
+            unit_ids=[units[m].id for m in g.members], roles=list(roles), latest_unit_id=units[stated[-1]].id,
         ))
     return new_units, traces

@@ -3,7 +3,8 @@
 Keeping them as data lets a list be read, reviewed and changed (e.g. for another benchmark's domain)
 without touching method code. Format: one word or phrase per line; `#` starts a comment; blank lines
 are ignored; each file opens with a comment saying what the list is for. `irregular_verbs.txt` holds
-pairs ("went go"). Files are read once per process.
+pairs ("went go"); `load_rows` reads tab-separated tables whose cells may hold phrases. Files are read
+once per process.
 """
 
 from __future__ import annotations
@@ -50,3 +51,10 @@ def _cached_pairs(name: str) -> tuple[tuple[str, str], ...]:
             raise ValueError(f"qgmem/words/{name}.txt: expected 'key value', got {entry!r}")
         pairs.append((parts[0], parts[1]))
     return tuple(pairs)
+
+
+@lru_cache(maxsize=None)
+def load_rows(name: str) -> tuple[tuple[str, ...], ...]:
+    """`qgmem/words/<name>.txt` read as tab-separated rows (cells stripped; a cell may hold spaces,
+    so phrases like "break up" can be keys)."""
+    return tuple(tuple(c.strip() for c in entry.split("\t")) for entry in _lines(name))
