@@ -3,9 +3,8 @@ rule extractor and `build_memory` into a store, then traces, subjects and "now"-
 
 Run with -s to see the measured rates. The goal is 90 %; the subjects reach it, traces and "now"
 questions do not yet (the xfail test says why), so their tests hold the measured level as a floor.
-Until `QGMemRetriever` applies `retrieve.states.reorder` itself, `StateAwareRetriever` below is the
-hook: the same retrieval with the reranked rows reordered for the question's tense (and the plain
-ranking is measured beside it).
+The "now" test runs `QGMemRetriever` as configured (`state_order`: rows reordered for the question's
+tense by `retrieve.states.reorder`) and beside it the same retriever with `state_order=False`.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import pytest
 from qgmem.construct.build import build_memory
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.retrieve.method import QGMemRetriever
-from qgmem.retrieve.states import question_tense, reorder, trace_rows
 from qgmem.store import MemoryStore
 from qgmem.testing.update_fixtures import STATES, load_update_fixtures
 from qgmem.types import AtomicUnit
@@ -123,26 +121,6 @@ def test_subjects_of_first_person_and_pronoun_claims(built) -> None:
     assert hits / n >= GOAL
 
 
-class StateAwareRetriever(QGMemRetriever):
-    """The test hook until method.py wires `states.reorder` in: the same index and reranking, then the
-    rows reordered by the question's tense over the conversation's traces (`reordering=False` gives
-    the plain retriever's ranking from the same index)."""
-
-    reordering = True
-
-    def index_units(self, conversation, units, traces, namespace=None) -> None:
-        super().index_units(conversation, units, traces, namespace)
-        self._trace_maps = getattr(self, "_trace_maps", {})
-        self._trace_maps[namespace or conversation.id] = trace_rows(units, traces)
-
-    def _rerank(self, idx, text, pool):
-        rows, scores = super()._rerank(idx, text, pool)
-        if not self.reordering:
-            return rows, scores
-        latest, update = self._trace_maps[idx.units[0].namespace]
-        return reorder(rows, scores, idx.units, latest, question_tense(text), update)
-
-
 def _rank(items, turn: str | None) -> float:
     return next((i for i, it in enumerate(items) if turn in it.turn_ids), float("inf"))
 
@@ -152,19 +130,21 @@ def now_rates(built) -> dict[bool, float]:
     """Share of "now" questions whose latest-state turn ranks above the superseded one, without
     (False) and with (True) the reordering."""
     store, convs = built
-    r = StateAwareRetriever(store, RetrievalConfig())
+    on, off = QGMemRetriever(store, RetrievalConfig()), QGMemRetriever(store, RetrievalConfig(state_order=False))
     hits = collections.Counter()
     n = 0
     for c, _, _ in convs:
-        r.build(c.conversation)
+        for r in (on, off):
+            r.build(c.conversation)
         for q in c.conversation.questions:
             if q.meta["kind"] != "now" or q.meta["superseded"] is None:
                 continue
             n += 1
-            for r.reordering in (False, True):
+            for ordered, r in ((True, on), (False, off)):
                 items = r.activate(q, k=20).items
-                hits[r.reordering] += _rank(items, q.meta["latest"]) < _rank(items, q.meta["superseded"])
-        r.release(c.conversation.id)
+                hits[ordered] += _rank(items, q.meta["latest"]) < _rank(items, q.meta["superseded"])
+        for r in (on, off):
+            r.release(c.conversation.id)
     print(f"\n'now' questions, latest state ranked above the superseded one: plain {hits[False]}/{n} = "
           f"{hits[False] / n:.1%}, reordered {hits[True]}/{n} = {hits[True] / n:.1%}")
     return {k: hits[k] / n for k in (False, True)}

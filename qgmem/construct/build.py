@@ -135,10 +135,17 @@ def pending_windows(conv: Conversation, store: MemoryStore, cfg: BuildConfig,
             if window_done_key(w, identity) not in done]
 
 
+# trace settings stores built before traces were grouped by state class still hold (they meant nothing since)
+RETIRED_TRACE_KEYS = {"neighbours", "relation_threshold", "neighbour_space", "state_relations"}
+
+
 def stored_config(store: MemoryStore, ns: str) -> BuildConfig | None:
     """The BuildConfig `ns` was last built with, or None for a namespace built before it was recorded."""
     got = (store.settings(ns) or {}).get("build")
-    return from_dict(BuildConfig, got, f"{store.db_path}: settings of {ns!r}") if got else None
+    if not got:
+        return None
+    traces = {k: v for k, v in dict(got.get("traces") or {}).items() if k not in RETIRED_TRACE_KEYS}
+    return from_dict(BuildConfig, {**got, "traces": traces}, f"{store.db_path}: settings of {ns!r}")
 
 
 def is_complete(store: MemoryStore, ns: str) -> bool:

@@ -41,6 +41,7 @@ class RetrievalConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)  # used by the LLM query parser and the chat reranker
     rerank: RerankConfig = field(default_factory=RerankConfig)
     use_traces: bool = True  # trajectories in candidate documents and working memory
+    state_order: bool = True  # "now" questions see a trace's latest state first, "when did" ones its update
     index_source: bool = True  # index the source dialogue span together with the claim
     context_turns: int = 1  # neighbouring turns on each side added to the lexical document
     context_chars: int = 0  # each neighbouring turn cut to this many characters (0: whole)

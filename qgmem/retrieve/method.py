@@ -27,6 +27,8 @@ from .fusion import Ranked, rrf
 from .lexical import LexicalIndex
 from .qcache import encode_queries
 from .query import QueryConstraints, QueryParser
+from .states import question_tense, reorder
+from .states import trace_rows as trace_rows_of
 from .rerank import NoReranker, Reranker, make_reranker
 from .turns import TurnIndex, dated_turns, turn_document
 
@@ -45,6 +47,8 @@ class _ConvIndex:
     row_of: dict[str, int]
     trace_rows: dict[int, list[int]]  # unit row -> rows of the other members of its trace
     turns: TurnIndex | None  # raw-turn channels (None without the conversation or when off)
+    latest_row: dict[int, int]  # unit row -> row of its trace's latest state
+    update_row: dict[int, int]  # superseded row -> row of the update that followed it
 
 
 class QGMemRetriever(MethodBase):
@@ -128,6 +132,7 @@ class QGMemRetriever(MethodBase):
             rows = [row_of[x] for x in tr.unit_ids if x in row_of]
             for r in rows:
                 trace_rows[r] = [x for x in rows if x != r]
+        latest, update = trace_rows_of(units, traces)
         turns = None
         if conversation is not None and {"turn-lexical", "turn-dense"} & set(cfg.channels):
             pairs = dated_turns(conversation)
@@ -139,7 +144,7 @@ class QGMemRetriever(MethodBase):
             dense=DenseIndex(emb if len(units) else np.zeros((0, self.embedder.dim), np.float32), cfg.ann_threshold,
                              cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search),
             attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
-            row_of=row_of, trace_rows=trace_rows, turns=turns,
+            row_of=row_of, trace_rows=trace_rows, turns=turns, latest_row=latest, update_row=update,
         )
 
     def _dense_doc(self, texts: UnitTexts, u: AtomicUnit) -> str:
@@ -205,6 +210,10 @@ class QGMemRetriever(MethodBase):
         if cfg.use_traces and idx.trace_rows:
             pool = self._expand_traces(idx, pool)
         rows, scores = self._rerank(idx, text, pool)
+        if cfg.use_traces and cfg.state_order and idx.latest_row:
+            tense = question_tense(text)
+            meta["tense"] = tense
+            rows, scores = reorder(rows, scores, idx.units, idx.latest_row, tense, idx.update_row)
         items = self._select(idx, rows, scores, k)
         wm = WorkingMemory(question=question, items=items, method=self.name, meta=meta)
         wm.context_tokens = context_tokens(self, wm)
