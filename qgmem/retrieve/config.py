@@ -19,6 +19,8 @@ class RerankConfig:
     device: str | None = None
 
 
+DEV_WEIGHTS = {"lexical": 1.5, "attribute": 0.5, "turn-lexical": 0.5, "turn-dense": 0.5}
+
 # keys older checkpoints stored that no longer mean anything (dropped when a checkpoint loads)
 RETIRED_KEYS = {"token_counter"}  # context tokens: qgmem.answer.count_tokens, one counter for every method
 
@@ -27,10 +29,13 @@ RETIRED_KEYS = {"token_counter"}  # context tokens: qgmem.answer.count_tokens, o
 class RetrievalConfig:
     embedder: str = "minilm"  # sentence-transformers name or path; "minilm" = packaged all-MiniLM-L6-v2
     device: str | None = None
-    channels: list[str] = field(default_factory=lambda: ["lexical", "dense", "attribute"])
-    channel_weights: dict[str, float] = field(default_factory=dict)  # RRF weight per channel (default 1)
+    # unit channels (lexical, dense, event-attribute) and raw-turn channels (turn-lexical, turn-dense: the raw
+    # signal stays in the fusion, so extraction can add to it but not lose it)
+    channels: list[str] = field(default_factory=lambda: ["lexical", "dense", "attribute", "turn-lexical", "turn-dense"])
+    # RRF weight per channel (1 when unnamed); chosen on the dev split (LoCoMo conv-26/30, LongMemEval-S dev 20)
+    channel_weights: dict[str, float] = field(default_factory=lambda: dict(DEV_WEIGHTS))
     channel_depth: int = 100  # ranked list length per channel
-    rrf_k: int = 60
+    rrf_k: int = 30  # (the RRF paper's 60 was chosen on web search; 30 on our dev split)
     pool_size: int = 100
     k: int = 10
     attr_threshold: float = 0.60  # entity/location dense-similarity threshold (paper)
@@ -43,9 +48,9 @@ class RetrievalConfig:
     use_traces: bool = True  # trajectories in candidate documents and working memory
     state_order: bool = True  # "now" questions see a trace's latest state first, "when did" ones its update
     index_source: bool = True  # index the source dialogue span together with the claim
-    context_turns: int = 1  # neighbouring turns on each side added to the lexical document
-    context_chars: int = 0  # each neighbouring turn cut to this many characters (0: whole)
-    dense_source: bool = True  # the dense document holds the source span too (False: the claim alone; cheap on long turns)
+    context_turns: int = 2  # neighbouring turns on each side added to the lexical document
+    context_chars: int = 300  # each neighbouring turn cut to this many characters (0: whole)
+    dense_source: bool = False  # the dense document holds the source span too (False: the claim alone; cheap on long turns)
     dense_context_turns: int = 0  # the same for the dense document (0: claim + source span only; cheaper to embed)
     lexical_max_postings: int = 5000  # per query term, highest-impact first (0 = exact BM25; exact below this df)
     ann_threshold: int = 50_000  # dense channel switches from exact search to FAISS HNSW above this many units
