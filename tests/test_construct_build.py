@@ -136,3 +136,14 @@ def test_without_store_returns_units(tiny_conversation) -> None:
 def test_bad_config_is_rejected() -> None:
     with pytest.raises(ValueError, match="extractor"):
         BuildConfig(extractor="magic")
+
+
+def test_a_new_rule_extractor_version_extracts_every_window_again(tmp_path, tiny_conversation, monkeypatch) -> None:
+    import qgmem.construct.build as build
+
+    with MemoryStore(tmp_path / "s") as store:
+        build_memory(tiny_conversation, "rule", store=store, embedder=HashEmbedder(dim=16))
+        assert build.pending_windows(tiny_conversation, store, BuildConfig()) == []
+        monkeypatch.setattr(build, "RULE_VERSION", build.RULE_VERSION + 1)  # the extractor's code changed
+        n = len(conversation_windows(tiny_conversation))
+        assert len(build.pending_windows(tiny_conversation, store, BuildConfig())) == n

@@ -30,7 +30,7 @@ from qgmem.construct.extractor import Extractor, WindowResult
 from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected_summary
 from qgmem.construct.nlp import nlp_identity
 from qgmem.construct.report import BuildReport, PhaseStats, usage_delta, usage_snapshot
-from qgmem.construct.rule import RuleConfig, RuleExtractor
+from qgmem.construct.rule import RULE_VERSION, RuleConfig, RuleExtractor
 from qgmem.construct.traces import TraceConfig, build_traces, group_traces
 from qgmem.construct.windows import Window, make_windows
 from qgmem.data.validate import InputLimits, check_conversation
@@ -106,6 +106,7 @@ def extraction_identity(extractor: Extractor, cfg: BuildConfig) -> str:
     parts: dict[str, Any] = {"window": [cfg.window_size, cfg.window_overlap], "kind": getattr(extractor, "name", "?")}
     if isinstance(extractor, RuleExtractor):
         parts["rule"] = asdict(extractor.config)
+        parts["rule_version"] = RULE_VERSION
         parts["nlp"] = nlp_identity(extractor.config.nlp_model)  # package==version: another model rebuilds
     elif isinstance(extractor, LLMExtractor):
         from qgmem.llm.cache import backend_identity
