@@ -108,6 +108,14 @@ def test_clause_about_the_speaker_is_preferred() -> None:
     assert u.triple == ("Alice", "quit", "the evening class")
     assert _one("Guess what, my husband got promoted in January.").subject == "Alice's husband"
     assert _say("Let's plan something special for the weekend!") == []  # a suggestion, no fact
+    assert _one("I can't, I work the morning shift now.").triple == ("Alice", "work", "the morning shift")
+    assert _one("I have news: I got hired at the museum.").triple == ("Alice", "be hired at", "the museum")
+    ctx = [("Alice", "My dad Ken worked at the mill for years."), ("Bob", "Is he still there?")]
+    u = _say("He did, he retired in May.", context=ctx)[0]  # the clause reduced to "did" is no fact
+    assert u.triple == ("Ken", "retire", "") and u.fact_time_start == "2023-05-01"
+    assert _one("I'd love to, but I got rid of the car in April.").relation == "be rid of"
+    assert _one("I'm afraid I called off the garden party.").triple == ("Alice", "call off", "the garden party")
+    assert _one("I gave my old bike away last week.").relation == "give away"
 
 
 def test_relation_with_preposition_and_location() -> None:

@@ -5,11 +5,12 @@ them interjections like "wow", "thanks") and has a clause: a verb with a subject
 past/-ing verb whose subject is the elided speaker ("Went to the beach yesterday!"). Imperatives
 ("Take care!") and verbless fragments ("Happy birthday!") state none.
 
-Relation: the verb's lemma, with its particle ("give up") or the preposition that governs its object
-("work at", "move to"); "be" for a copula; "be <participle>" for a passive; "not " in front when
-negated. Auxiliaries are skipped, and "going to <verb>" reads the inner verb. After a framing verb
-("I think ...", qgmem/words/framing_verbs.txt) the fact is read from the complement clause; of
-several clauses ("I quit the class, it clashed with my job") the one about the speaker wins.
+Relation: the verb's lemma, with its particle ("give up", "give away") or the preposition that
+governs its object ("work at", "move to"); "be" for a copula; "be <participle>" for a passive; "not "
+in front when negated. Auxiliaries are skipped, and "going to <verb>" reads the inner verb. After a
+framing verb ("I think ...", qgmem/words/framing_verbs.txt) or adjective ("I'm afraid ...") the fact is
+read from the complement clause; of several clauses ("I quit the class, it clashed with my job") the
+one about the speaker wins.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ SUBJECT_DEPS = ("nsubj", "nsubjpass", "csubj", "csubjpass", "expl")
 CLAUSE_DEPS = ("conj", "ccomp", "parataxis", "dep")  # clauses beside the root that may carry the fact
 FUNCTION_POS = {"INTJ", "PRON", "DET", "AUX", "PART", "CCONJ", "SCONJ", "ADP", "PUNCT", "SYM", "SPACE", "X"}
 MAX_SUBJECT_WORDS = 8
+ARGUMENT_DEPS = ("dobj", "attr", "acomp", "xcomp", "ccomp", "prep", "oprd", "dative", "agent", "prt")
+PARTICLE_ADVERBS = {"away"}  # tagged as adverbs, yet part of the verb: "gave Kiwi away", "passed away"
 OBJECT_PRONOUNS = {"me", "him", "her", "us", "them"}
 COPULAS = {"be", "seem", "feel", "sound", "look", "become", "get"}
 
@@ -69,9 +72,10 @@ def _vocative(t: Token, speakers: Sequence[str]) -> bool:
 
 def content_tokens(sent: Span, speakers: Sequence[str] = ()) -> list[Token]:
     """Words that carry content; a main verb does even when common ("she *gets* weekends off"), but
-    not be/have/do, and a name said to the listener does not."""
+    not be/have/do, and so does a word of a named entity ("in *May*"); a name said to the listener
+    does not."""
     return [t for t in sent if (t.is_alpha or t.like_num) and not _vocative(t, speakers) and (
-        (t.pos_ == "VERB" and t.lemma_ not in ("be", "have", "do"))
+        (t.pos_ == "VERB" and t.lemma_ not in ("be", "have", "do")) or t.ent_type_ != ""
         or (t.pos_ not in FUNCTION_POS and not t.is_stop and t.lower_ not in STOPWORDS))]
 
 
@@ -118,9 +122,10 @@ def _small_clause(verb: Token) -> bool:
 def predicate(sent: Span) -> tuple[Token, bool] | None:
     """(the verb the fact is read from, whether its subject is the elided speaker), or None.
 
-    Among the sentence's clauses the one about the speaker wins, then one about a person, then the
-    root: "I quit the class in March, it clashed with my job" is about quitting. Within a rank the
-    leftmost clause wins.
+    Among the sentence's clauses a full one beats one reduced to its auxiliary ("I can't, I work the
+    morning shift"), one after a colon beats the announcement before it ("I have news: I got hired"),
+    then the one about the speaker wins, then one about a person, then the root ("I quit the class in
+    March, it clashed with my job" is about quitting). Within a rank the leftmost clause wins.
     """
     root = sent.root
     cands = clauses(sent)
@@ -134,8 +139,36 @@ def predicate(sent: Span) -> tuple[Token, bool] | None:
         return None  # an imperative ("Take care!") or a fragment ("Happy birthday!") states nothing
     if root.lemma_ == "let" and root not in cands:
         return None  # a suggestion: "Let's plan something"
-    ranked = sorted(cands, key=lambda t: (_about(_subject(t)), _about(_subject(t)) == 2 and t != root, t.i))
-    return ranked[0], False
+    colon = next((t.i for t in sent if t.text == ":" and t.i > sent.start), None)
+
+    def key(t: Token) -> tuple[bool, bool, int, bool, int]:
+        about = _about(_subject(t))
+        return (_elliptical(t), colon is not None and t.i < colon, about, about == 2 and t != root, t.i)
+
+    best = min(cands, key=key)
+    return _framed(best) or best, False
+
+
+def _framed(verb: Token) -> Token | None:
+    """The clause an adjective frames: "I'm afraid I called off the party", "I'm glad I quit"."""
+    if verb.lemma_ != "be":
+        return None
+    for a in verb.children:
+        if a.dep_ == "acomp":
+            comp = next((c for c in [*a.children, *verb.children] if c.dep_ == "ccomp" and c.i > a.i
+                         and _subject(c) is not None), None)
+            if comp is not None:
+                return comp
+    return None
+
+
+def _elliptical(verb: Token) -> bool:
+    """A clause reduced to its auxiliary or a bare "to" ("I can't, ...", "He did, ...", "I'd love to,
+    but ..."): it says nothing on its own."""
+    dangling = [c for c in verb.children if c.lower_ == "to" and not list(c.children)]
+    if not (dangling or verb.pos_ == "AUX" or verb.lemma_ in ("do", "be", "have")):
+        return False
+    return not any(c.dep_ in ARGUMENT_DEPS and c not in dangling for c in verb.children)
 
 
 def inner_verb(verb: Token) -> Token:
@@ -193,7 +226,7 @@ def _argument(verb: Token, order: tuple[str, ...]) -> tuple[str, Token] | None:
                 return got[0].lower_, got[1]
         else:
             arg = _first_child(verb, (dep,))
-            if arg is not None:
+            if arg is not None and not (dep == "ccomp" and arg.i < verb.i):  # "He did, he retired": no object
                 return "", arg
     return None
 
@@ -207,7 +240,7 @@ def relation_object(outer: Token, max_words: int) -> tuple[str, str]:
         base, order = "be", ("attr", "acomp", "prep", "xcomp", "ccomp")
     else:
         base = f"be {verb.lower_}" if passive else verb.lemma_.lower()
-        prt = _first_child(verb, ("prt",))
+        prt = next((c for c in verb.children if c.dep_ == "prt" or (c.dep_ == "advmod" and c.lower_ in PARTICLE_ADVERBS)), None)
         base = f"{base} {prt.lower_}" if prt is not None else base
         order = ("dobj", "prep", "xcomp", "ccomp", "acomp", "attr", "oprd", "dative")
     got = _argument(verb, order)
