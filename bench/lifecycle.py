@@ -25,7 +25,7 @@ from qgmem.types import Conversation, Session, Turn
 
 SUBJECTS = ["my sister", "our neighbour", "my manager", "the new intern", "my old teacher", "a friend from school"]
 VERBS = ["visited", "recommended", "talked about", "bought", "painted", "fixed", "planned", "cancelled", "joined"]
-OBJECTS = ["the bakery on {s} Street", "a trip to {c}", "the pottery class", "a vintage bike", "the garden shed",
+OBJECTS = ["the bakery on {s} Street", "a trip to {c}", "the ceramics class", "a vintage bike", "the garden shed",
            "a concert in {c}", "the chess club", "a cooking course", "the marathon in {c}", "a used piano"]
 STREETS = ["Kirk", "Elm", "Mill", "Harbour", "Station", "Church"]
 CITIES = ["Lyon", "Oslo", "Porto", "Kyoto", "Austin", "Leeds", "Graz", "Quito"]

@@ -38,7 +38,7 @@ __all__ = ["RULE_VERSION", "STOPWORDS", "Claim", "RuleConfig", "RuleExtractor"]
 
 # part of every rule window's extraction key: bump it when a change of this extractor's code changes its
 # units, so stores built by the older code extract those windows again instead of serving stale units
-RULE_VERSION = 2  # 1: regex sentences (qgmem 0.1); 2: spaCy clauses, resolved subjects, normalised relations
+RULE_VERSION = 3  # 1: regex sentences (qgmem 0.1); 2: spaCy clauses; 3: reduced clauses give way to full ones
 
 
 @dataclass
