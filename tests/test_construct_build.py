@@ -138,12 +138,18 @@ def test_bad_config_is_rejected() -> None:
         BuildConfig(extractor="magic")
 
 
-def test_a_new_rule_extractor_version_extracts_every_window_again(tmp_path, tiny_conversation, monkeypatch) -> None:
+@pytest.mark.parametrize("change", ["version", "words"])
+def test_a_changed_rule_extractor_extracts_every_window_again(tmp_path, tiny_conversation, monkeypatch,
+                                                                change) -> None:
     import qgmem.construct.build as build
 
     with MemoryStore(tmp_path / "s") as store:
         build_memory(tiny_conversation, "rule", store=store, embedder=HashEmbedder(dim=16))
         assert build.pending_windows(tiny_conversation, store, BuildConfig()) == []
-        monkeypatch.setattr(build, "RULE_VERSION", build.RULE_VERSION + 1)  # the extractor's code changed
+        if change == "version":  # the extractor's code changed
+            monkeypatch.setattr(build, "RULE_VERSION", build.RULE_VERSION + 1)
+        else:  # one of its word lists (and the trace tables) changed
+            real = build.words_digest
+            monkeypatch.setattr(build, "words_digest", lambda names: real(names) + "-edited")
         n = len(conversation_windows(tiny_conversation))
         assert len(build.pending_windows(tiny_conversation, store, BuildConfig())) == n

@@ -30,9 +30,10 @@ from qgmem.construct.extractor import Extractor, WindowResult
 from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected_summary
 from qgmem.construct.nlp import nlp_identity
 from qgmem.construct.report import BuildReport, PhaseStats, usage_delta, usage_snapshot
-from qgmem.construct.rule import RULE_VERSION, RuleConfig, RuleExtractor
-from qgmem.construct.traces import TraceConfig, build_traces, group_traces
+from qgmem.construct.rule import RULE_VERSION, RULE_WORDS, RuleConfig, RuleExtractor
+from qgmem.construct.traces import TRACE_WORDS, TraceConfig, build_traces, group_traces
 from qgmem.construct.windows import Window, make_windows
+from qgmem.words import digest as words_digest
 from qgmem.data.validate import InputLimits, check_conversation
 from qgmem.errors import UserError
 from qgmem.llm.base import ChatBackend
@@ -107,6 +108,7 @@ def extraction_identity(extractor: Extractor, cfg: BuildConfig) -> str:
     if isinstance(extractor, RuleExtractor):
         parts["rule"] = asdict(extractor.config)
         parts["rule_version"] = RULE_VERSION
+        parts["rule_words"] = words_digest(RULE_WORDS)
         parts["nlp"] = nlp_identity(extractor.config.nlp_model)  # package==version: another model rebuilds
     elif isinstance(extractor, LLMExtractor):
         from qgmem.llm.cache import backend_identity
@@ -169,7 +171,7 @@ def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBacken
 def _traces_key(units: list[AtomicUnit], sources: list[str], cfg: BuildConfig, consolidation: str) -> str:
     """Names the units (by id and source window content) and the trace settings."""
     h = hashlib.sha1(json.dumps([[u.id for u in units], sources, asdict(cfg.traces), consolidation,
-                                 cfg.embedder]).encode())
+                                 cfg.embedder, words_digest(TRACE_WORDS)]).encode())
     return f"traces@{h.hexdigest()[:16]}"
 
 

@@ -34,10 +34,11 @@ from qgmem.types import AtomicUnit, Turn
 if TYPE_CHECKING:
     from spacy.tokens import Span
 
-__all__ = ["RULE_VERSION", "STOPWORDS", "Claim", "RuleConfig", "RuleExtractor"]
+__all__ = ["RULE_VERSION", "RULE_WORDS", "STOPWORDS", "Claim", "RuleConfig", "RuleExtractor"]
 
 # part of every rule window's extraction key: bump it when a change of this extractor's code changes its
 # units, so stores built by the older code extract those windows again instead of serving stale units
+RULE_WORDS = ("chitchat", "framing_verbs", "non_entity_caps", "person_nouns", "pronouns", "relation_grammar", "stopwords")
 RULE_VERSION = 3  # 1: regex sentences (qgmem 0.1); 2: spaCy clauses; 3: reduced clauses give way to full ones
 
 

@@ -44,6 +44,11 @@ UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
 EVENT = "event:"  # prefix of an event group's key (the relation lemma follows)
 
 
+# the word lists that decide traces (their digest joins the traces' build key)
+TRACE_WORDS = ("relation_grammar", "state_classes", "state_ignore", "state_relations", "stopwords",
+               "subject_modifiers", "unresolved_subjects")
+
+
 @dataclass
 class TraceConfig:
     min_size: int = 2

@@ -25,6 +25,17 @@ def _lines(name: str) -> list[str]:
     return out
 
 
+def digest(names: tuple[str, ...]) -> str:
+    """A short hash of the named lists' files: part of a build key, so editing a list that decides what a
+    build produces rebuilds that part of a stored memory instead of serving what the old list made."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for name in sorted(names):
+        h.update(name.encode() + b"\0" + resources.files(__name__).joinpath(f"{name}.txt").read_bytes())
+    return h.hexdigest()[:12]
+
+
 @lru_cache(maxsize=None)
 def load_list(name: str) -> tuple[str, ...]:
     """The entries of `qgmem/words/<name>.txt` in file order, without repeats."""
