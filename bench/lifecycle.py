@@ -12,7 +12,9 @@ grown conversation.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import dataclasses
+import pstats
 import random
 import tempfile
 import time
@@ -54,6 +56,8 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--session-turns", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="print the N most expensive functions of the add (cProfile, cumulative time)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     n_sessions = args.turns // 50
@@ -65,9 +69,15 @@ def main() -> int:
         t0 = time.perf_counter()
         grown = pipeline(root / "grown").add(conv)
         rebuild_s = time.perf_counter() - t0
+        prof = cProfile.Profile() if args.profile else None
         t0 = time.perf_counter()
+        if prof is not None:
+            prof.enable()
         grown.add([new], namespace="bench")
         add_s = time.perf_counter() - t0
+        if prof is not None:
+            prof.disable()
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(args.profile)
         fresh = pipeline(root / "fresh").add(dataclasses.replace(conv, sessions=conv.sessions + [new]))
         same = [dataclasses.asdict(u) for u in grown.store.units("bench")] == \
             [dataclasses.asdict(u) for u in fresh.store.units("bench")]

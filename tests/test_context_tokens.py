@@ -3,7 +3,6 @@ prompt shows; budget recall charges each entry the same way (its rendered text).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 
 import pytest
 
@@ -12,25 +11,16 @@ from qgmem.evaluation.config import RetrievalBenchConfig
 from qgmem.evaluation.retrieval import run_benchmark
 from qgmem.io import read_jsonl
 from qgmem.methods import MethodContext, make_methods
-from qgmem.retrieve import qcache
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.store import MemoryStore
-from qgmem.testing.hash_embedder import HashEmbedder
+from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder
 
 METHODS = ["bm25-turns", "dense-turns", "full-context", "anchormem", "qgmem-activation", "qgmem-text"]
 
 
 @pytest.fixture
 def hashed(monkeypatch):
-    import qgmem.baselines.dense_turns
-    import qgmem.embed
-
-    emb = HashEmbedder(dim=64)
-    monkeypatch.setattr(qcache, "_CACHE", OrderedDict())  # query vectors of other embedders stay apart
-    get = lambda name="minilm", device=None: emb  # noqa: E731
-    monkeypatch.setattr(qgmem.embed, "get_embedder", get)
-    monkeypatch.setattr(qgmem.baselines.dense_turns, "get_embedder", get)
-    return emb
+    return patch_embedder(monkeypatch, HashEmbedder(dim=64))
 
 
 def _made(tmp_path) -> dict:

@@ -5,7 +5,6 @@ anything a method indexes."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 
 import json
 from pathlib import Path
@@ -14,10 +13,9 @@ import pytest
 
 from qgmem.data import load_longmemeval
 from qgmem.methods import MethodContext, make_methods
-from qgmem.retrieve import qcache
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.store import MemoryStore
-from qgmem.testing.hash_embedder import HashEmbedder
+from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder
 from qgmem.types import Conversation, Question, Session, Turn
 
 # (benchmark id, date, turns); the gold sessions carry the benchmark's "answer_" prefix
@@ -66,8 +64,6 @@ def _other_scheme(sid: str) -> str:
 @pytest.fixture
 def hashed(monkeypatch):
     """Every embedder is one recording hashed bag of words (fast, offline)."""
-    import qgmem.baselines.dense_turns
-    import qgmem.embed
 
     class Recording(HashEmbedder):
         seen: list[str] = []
@@ -76,12 +72,7 @@ def hashed(monkeypatch):
             self.seen.extend(texts)
             return super().encode(texts, show_progress)
 
-    emb = Recording(dim=64)
-    monkeypatch.setattr(qcache, "_CACHE", OrderedDict())  # query vectors of other embedders stay apart
-    get = lambda name="minilm", device=None: emb  # noqa: E731
-    monkeypatch.setattr(qgmem.embed, "get_embedder", get)
-    monkeypatch.setattr(qgmem.baselines.dense_turns, "get_embedder", get)
-    return emb
+    return patch_embedder(monkeypatch, Recording(dim=64))
 
 
 def _methods(store_root: Path) -> dict:
