@@ -156,8 +156,8 @@ class MemoryPipeline:
             sessions, speakers = list(conversation), []
         else:
             raise TypeError(f"add() takes a Conversation or a list of Session, got {type(conversation).__name__}")
-        if ns in self.store.namespaces() and self._stored(ns) is not None:
-            old = self.store.get_conversation(ns)
+        old = self._stored(ns)
+        if old is not None:
             given = {s.id: s for s in sessions}
             sessions = [given.pop(s.id, s) for s in old.sessions] + list(given.values())
             speakers = list(dict.fromkeys(list(old.speakers) + speakers))

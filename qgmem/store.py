@@ -33,15 +33,10 @@ import numpy as np
 from qgmem.errors import UserError
 from qgmem.io import atomic_open, plain
 from qgmem.locking import FileLock, LockHeld
-from qgmem.types import (
-    AtomicUnit,
-    Conversation,
-    MemoryTrace,
-    conversation_from_dict,
-    unit_from_dict,
-)
+from qgmem.types import AtomicUnit, Conversation, MemoryTrace, conversation_from_dict, unit_from_dict
 
 MEMO_VECTORS = 100_000  # vectors one store object remembers across namespaces (about 150 MB at 384 dims)
+MEMO_UNITS = 100_000  # parsed units one store object keeps for the namespaces it read last
 SCHEMA_VERSION = 2  # 2: units.src (the window done key a unit came from)
 
 _SCHEMA = (Path(__file__).with_name("store_schema.sql")).read_text()
@@ -72,6 +67,7 @@ class MemoryStore:
         self.db_path = self.root / "store.sqlite"
         self._lock = threading.RLock()
         self._memo: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()  # (model, text hash) -> vector
+        self._parsed: OrderedDict[str, dict[str, AtomicUnit]] = OrderedDict()  # ns -> unit record -> unit
         self._writer = FileLock(self.root / "writer.lock")
         try:
             self._db = sqlite3.connect(self.db_path, timeout=60.0, check_same_thread=False, isolation_level=None)
@@ -187,9 +183,16 @@ class MemoryStore:
                 db.execute("INSERT OR REPLACE INTO build_state VALUES (?, ?, ?)", (ns, done_key, time.time()))
 
     def units(self, ns: str) -> list[AtomicUnit]:
-        """Units of `ns` in insertion order."""
+        """Units of `ns` in insertion order. Units are values (replaced, never mutated), so one whose
+        record is unchanged since the last read is returned as the same object: a grown namespace does
+        not parse its old records again (memo: the last read of recent namespaces, MEMO_UNITS in all)."""
         rows = self._query("SELECT data FROM units WHERE ns=? ORDER BY seq", (ns,))
-        return [unit_from_dict(json.loads(r[0])) for r in rows]
+        with self._lock:
+            seen = self._parsed.pop(ns, {})
+            self._parsed[ns] = {d: seen.get(d) or unit_from_dict(json.loads(d)) for (d,) in rows}
+            while sum(map(len, self._parsed.values())) > MEMO_UNITS and len(self._parsed) > 1:
+                self._parsed.popitem(last=False)
+            return list(self._parsed[ns].values())
 
     def unit_sources(self, ns: str) -> dict[str, list[str]]:
         """Source (window done key) -> ids of the units it produced, in insertion order."""
@@ -203,6 +206,7 @@ class MemoryStore:
         Traces and embeddings are recomputed by the build that follows."""
         if not sources:
             return 0
+        self._parsed.pop(ns, None)
         removed = 0
         with self._tx() as db:
             for src in sources:
@@ -287,29 +291,27 @@ class MemoryStore:
         conversation, e.g. a session shared by several haystacks, is encoded once); deleting or
         dropping embeddings clears that memory."""
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
-        known: dict[str, np.ndarray] = {}
         prev = self.get_embeddings(ns, kind)
-        if prev is not None and prev[2] == model:
-            known = dict(zip(prev[0], prev[1]))
-        for k in keys:
-            if k not in known and (model, k) in self._memo:
-                known[k] = self._memo[(model, k)]
-        todo = list(dict.fromkeys(k for k in keys if k not in known))
+        ids, parts = (list(prev[0]), [prev[1]]) if prev is not None and prev[2] == model else ([], [])
+        row = {k: i for i, k in enumerate(ids)}  # key -> row of the matrices in `parts`, stacked
+        memo = [k for k in dict.fromkeys(keys) if k not in row and (model, k) in self._memo]
+        todo = [k for k in dict.fromkeys(keys) if k not in row and (model, k) not in self._memo]
+        if memo:
+            parts.append(np.stack([self._memo[(model, k)] for k in memo]))
         if todo:
             first = {k: t for k, t in zip(keys, texts)}
-            vecs = np.asarray(encode([first[k] for k in todo]), dtype=np.float32)
-            known.update(zip(todo, vecs))
-            for k, v in zip(todo, vecs):
-                self._memo[(model, k)] = v
+            parts.append(np.asarray(encode([first[k] for k in todo]), dtype=np.float32))
+            self._memo.update(((model, k), v) for k, v in zip(todo, parts[-1]))
             while len(self._memo) > MEMO_VECTORS:
                 self._memo.popitem(last=False)
         if not texts:
             return np.zeros((0, prev[1].shape[1] if prev is not None else 0), np.float32), 0
-        matrix = np.stack([known[k] for k in keys]).astype(np.float32)
-        uniq = list(dict.fromkeys(keys)) if prune else list(known)
+        row.update((k, len(ids) + i) for i, k in enumerate(memo + todo))
+        table = np.concatenate(parts) if len(parts) > 1 else parts[0]  # gathered by index: no row objects
+        uniq = list(dict.fromkeys(keys)) if prune else list(row)
         if todo or prev is None or prev[0] != uniq:
-            self.set_embeddings(ns, kind, uniq, np.stack([known[k] for k in uniq]), model)
-        return matrix, len(todo)
+            self.set_embeddings(ns, kind, uniq, table[[row[k] for k in uniq]], model)
+        return table[[row[k] for k in keys]], len(todo)
 
     def drop_embeddings(self, ns: str, keep: tuple[str, ...] = ()) -> None:
         """Remove the embedding matrices of `ns` except the kinds in `keep` (files included)."""
@@ -341,6 +343,11 @@ class MemoryStore:
 
     def is_done(self, ns: str, step_key: str) -> bool:
         return bool(self._query("SELECT 1 FROM build_state WHERE ns=? AND step_key=?", (ns, step_key)))
+
+    def version(self) -> int:
+        """A number that changes whenever another connection (e.g. another process) commits to the
+        store: what this connection read stays current while it is unchanged (SQLite's data_version)."""
+        return int(self._query("PRAGMA data_version")[0][0])
 
     def done_keys(self, ns: str) -> set[str]:
         return {r[0] for r in self._query("SELECT step_key FROM build_state WHERE ns=?", (ns,))}
@@ -379,6 +386,7 @@ class MemoryStore:
     def delete_namespace(self, ns: str) -> None:
         """Remove everything of `ns`, embedding files included."""
         self._memo.clear()
+        self._parsed.pop(ns, None)
         files = [r[0] for r in self._query("SELECT file FROM embeddings WHERE ns=?", (ns,))]
         with self._tx() as db:
             for table in ("conversations", "units", "traces", "embeddings", "records", "build_state", "failures"):

@@ -117,6 +117,31 @@ def test_adding_sessions_extracts_only_new_windows(tmp_path) -> None:
     assert st.get_conversation("conv-x") == conv
 
 
+def test_a_build_finished_by_another_process_meanwhile_is_not_redone(tmp_path, monkeypatch) -> None:
+    """The done markers are read once, before the write lock; another process that builds the same
+    growth between that read and the lock leaves nothing to extract (nor duplicate units)."""
+    conv = _long_conversation()
+    first = copy.deepcopy(conv)
+    first.sessions = conv.sessions[:2]
+    cfg = BuildConfig()
+    st, other = MemoryStore(tmp_path / "s"), MemoryStore(tmp_path / "s")
+    build_memory(first, store=st, config=cfg)
+    real_writer = MemoryStore.writer
+
+    def writer_after_the_other_process(self):
+        if self is st:
+            build_memory(conv, store=other, config=cfg)  # finishes while this build waits for the lock
+        return real_writer(self)
+
+    monkeypatch.setattr(MemoryStore, "writer", writer_after_the_other_process)
+    report = BuildReport()
+    units, _ = build_memory(conv, store=st, config=cfg, report=report)
+    assert report.phases["extraction"].windows == 0  # nothing extracted twice
+    assert [u.id for u in units] == [u.id for u in other.units(conv.id)]
+    other.close()
+    st.close()
+
+
 def test_delete_then_rebuild(tmp_path) -> None:
     conv = _long_conversation()
     st = MemoryStore(tmp_path)

@@ -200,3 +200,28 @@ def test_the_latest_state_is_the_latest_value_not_a_later_remark() -> None:
     table = StateTable.default()
     assert table.read("think of", "working with some fashion bloggers", "Gina").kind == "note"
     assert table.read("offer", "one-on-one mentoring", "Jon").cls is None  # a noun of the table as a noun only
+
+
+def test_rebuilding_traces_over_their_own_output_keeps_unchanged_units_and_clears_stale_fields() -> None:
+    units = [_u(0, "Priya", "work at", "Larkspur Books", said="2023-02-11"),
+             _u(1, "Priya", "work at", "Brightwater Bakery", said="2023-05-20"),
+             _u(2, "Tomasz", "visit", "the museum", said="2023-02-11")]
+    first, traces = build_traces(units, TraceConfig())
+    again, traces_again = build_traces(first, TraceConfig())
+    assert traces_again == traces and again == first
+    assert all(a is f for a, f in zip(again, first))  # already right: returned as they are, not copied
+    # a unit that lost its trace (its partner is gone) has its stale trace fields cleared
+    alone, no_traces = build_traces(first[1:], TraceConfig())
+    assert no_traces == [] and alone[0].trace_id is None and alone[0].trace_role is None
+    assert not alone[0].superseded and first[1].trace_id is not None  # inputs are not mutated
+
+
+def test_remembered_readings_equal_fresh_ones() -> None:
+    table = StateTable.default()
+    args = [("quit", "my job at Acme", "Ana"), ("be", "Dr. Pruitt", "Zainab's new doctor"), ("go", "camping", "Bo")]
+    first = [(table.read(*a), table.object_words(a[1]), table.subject_key(a[2])) for a in args]
+    for a, (reading, words, subject) in zip(args, first):  # asked again: from the memo, equal to a recomputation
+        assert table.read(*a) is reading and reading == table._read(*a)
+        assert table.object_words(a[1]) is words and words == table._object_words(a[1])
+        assert table.subject_key(a[2]) == subject == table._subject_key(a[2])
+    assert first[0][0].kind == "end" and first[1][0].cls == "relationship"

@@ -145,6 +145,35 @@ def test_impact_ordered_bm25_is_exact_without_cap_and_bounded_with_cap():
     assert [i for i, _ in hits] == [i for i, _ in ix.search("w1", len(hits))]  # the highest-impact postings
 
 
+def _postings(vocab: dict[str, int], data: np.ndarray, indices: np.ndarray, indptr: np.ndarray
+              ) -> dict[tuple[str, int], float]:
+    """(term, document) -> BM25 weight of a CSC posting matrix."""
+    term_of = {j: t for t, j in vocab.items()}
+    return {(term_of[j], int(indices[p])): data[p] for j in range(len(indptr) - 1)
+            for p in range(indptr[j], indptr[j + 1])}
+
+
+def test_bm25_weights_equal_bm25s_bit_for_bit_and_remembered_documents_change_nothing() -> None:
+    import bm25s
+    import Stemmer
+
+    docs = ["Alice adopted a dog named Rex (8 May 2023)", "", "the of and", "Bob's café: naïve ÉTUDES, études!",
+            "Caroline: I went to the support group yesterday and it was so powerful.",
+            "Melanie: Painting is a great outlet; I painted a lake sunrise last year.",
+            "Running, runs, ran and runner -- run run run 2023-05-08 12:30"] * 3
+    docs += [f"{d} extra words {i}" for i, d in enumerate(docs)]
+    grown = docs[::-1] + ["Alice walked Rex again"]  # its old documents' term counts are remembered
+    for corpus in (docs, grown):
+        ref = bm25s.BM25(k1=1.2, b=0.75)
+        ref.index(bm25s.tokenize(corpus, stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False),
+                  show_progress=False)
+        ix = LexicalIndex(corpus)
+        want = _postings(ref.vocab_dict, ref.scores["data"], ref.scores["indices"], ref.scores["indptr"])
+        got = _postings(ix.vocab, ix.data, ix.indices, ix.indptr)
+        assert got.keys() == want.keys() and all(got[k] == want[k] for k in want)  # float32, exactly
+    assert ix.search("Alice walked", 1)[0][0] == len(grown) - 1
+
+
 def test_rrf_tied_groups_share_their_rank_and_keep_the_best_one() -> None:
     # turn channel: group [3, 4] at rank 1, group [4, 5] at rank 2 (4 keeps rank 1); unit channel: 5 first
     got = dict(rrf({"turn": [[3, 4], [4, 5]], "unit": [5]}, k=10))

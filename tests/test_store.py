@@ -112,3 +112,64 @@ def test_cached_vectors_reuse_a_text_across_namespaces_until_deleted(tmp_path) -
         store.delete_namespace("a")
         store.cached_vectors("c", "docs", ["shared session text"], encode, "m")
         assert calls[2] == ["shared session text"]  # after a deletion nothing is reused from memory
+
+
+def _vec(text: str) -> np.ndarray:
+    """A distinct vector per text (its bytes), so a row served for the wrong text shows."""
+    v = np.zeros(8, np.float32)
+    for i, b in enumerate(text.encode()[:8]):
+        v[i] = b
+    return v
+
+
+def test_cached_vectors_gather_stored_remembered_and_new_rows_in_order(tmp_path) -> None:
+    import hashlib
+
+    encoded: list[str] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        encoded.extend(texts)
+        return np.stack([_vec(t) for t in texts])
+
+    with MemoryStore(tmp_path / "s") as store:
+        store.cached_vectors("a", "k", ["xx", "yy"], encode, "m")
+        store.cached_vectors("b", "k", ["zz"], encode, "m")  # zz is now remembered, not stored under a
+        m, n = store.cached_vectors("a", "k", ["zz", "xx", "ww", "xx"], encode, "m", prune=False)
+        assert encoded == ["xx", "yy", "zz", "ww"] and n == 1
+        assert np.array_equal(m, np.stack([_vec(t) for t in ["zz", "xx", "ww", "xx"]]))
+    with MemoryStore(tmp_path / "s") as store:  # a new process: rows from the file only
+        ids, mat, _ = store.get_embeddings("a", "k")
+        texts = ["xx", "yy", "zz", "ww"]  # stored rows first, then the remembered one, then the new one
+        assert ids == [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        assert np.array_equal(mat, np.stack([_vec(t) for t in texts]))
+        m, n = store.cached_vectors("a", "k", ["ww", "yy"], encode, "m")
+        assert n == 0 and np.array_equal(m, np.stack([_vec("ww"), _vec("yy")]))
+        assert store.get_embeddings("a", "k")[0] == [ids[3], ids[1]]  # pruned to these texts, in their order
+
+
+def test_units_reuse_unchanged_records_and_see_every_change(tmp_path) -> None:
+    st = MemoryStore(tmp_path / "s")
+    st.add_units("c1", [_unit("c1", 0), _unit("c1", 1)], done_key="extract:w0@1")
+    first = st.units("c1")
+    again = st.units("c1")
+    assert again == first and all(a is b for a, b in zip(again, first))  # unchanged records: not parsed again
+    st.update_units("c1", [dataclasses.replace(first[1], trace_id="c1/t0")])
+    other = MemoryStore(tmp_path / "s")  # another process adds a unit
+    other.add_units("c1", [_unit("c1", 2)])
+    now = st.units("c1")
+    assert [u.trace_id for u in now] == [None, "c1/t0", None] and now[0] is first[0] and now[1] is not first[1]
+    assert first[1].trace_id is None  # what was returned before is not changed
+    assert st.drop_sources("c1", ["extract:w0@1"]) == 2 and [u.id for u in st.units("c1")] == ["c1/u2"]
+    other.close()
+    st.close()
+
+
+def test_version_changes_when_another_connection_commits(tmp_path) -> None:
+    st, other = MemoryStore(tmp_path / "s"), MemoryStore(tmp_path / "s")
+    v = st.version()
+    st.mark_done("c1", "step")  # its own writes leave what it read current
+    assert st.version() == v
+    other.mark_done("c1", "other step")
+    assert st.version() != v and st.done_keys("c1") == {"step", "other step"}
+    other.close()
+    st.close()

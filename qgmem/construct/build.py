@@ -204,50 +204,67 @@ def build_memory(
 
         llm = make_backend(cfg.llm)
     ex = _make_extractor(extractor, cfg, llm)
-    current = _current_memory(conversation, ex, store, cfg, report)
+    plan = _plan(conversation, ex, store, cfg)
+    current = _current_memory(conversation, store, cfg, plan, report)
     if current is not None:  # nothing to do: no write lock, so readers of one store never collide
         return current
     with store.writer():
-        sources = _extract(conversation, ex, llm, store, cfg, report, progress)
+        if store.version() != plan.version:  # another process wrote since the done markers were read
+            plan.done = store.done_keys(conversation.id)
+        sources = _extract(conversation, ex, llm, store, cfg, report, progress, plan)
         return _consolidate(conversation, extractor, ex, llm, store, cfg, report, sources)
 
 
-def _current_memory(conversation: Conversation, ex: Extractor, store: MemoryStore, cfg: BuildConfig,
+@dataclass
+class _Plan:
+    """A build's windows and their done keys, and the done markers stored when it started: computed
+    and read once per build (a 10,000-turn namespace has thousands of windows)."""
+
+    windows: list[Window]
+    keys: list[str]  # per window: its done key
+    done: set[str]  # the namespace's stored done markers
+    version: int  # the store's version when `done` was read
+
+
+def _plan(conversation: Conversation, ex: Extractor, store: MemoryStore, cfg: BuildConfig) -> _Plan:
+    identity = extraction_identity(ex, cfg)
+    windows = conversation_windows(conversation, cfg.window_size, cfg.window_overlap)
+    version = store.version()
+    return _Plan(windows, [window_done_key(w, identity) for w in windows], store.done_keys(conversation.id), version)
+
+
+def _current_memory(conversation: Conversation, store: MemoryStore, cfg: BuildConfig, plan: _Plan,
                     report: BuildReport) -> tuple[list[AtomicUnit], list[MemoryTrace]] | None:
     """The stored memory when it is complete and was built from exactly this conversation with these
-    settings (the same window keys); None when a build has work to do."""
+    settings (the same window keys); None when a build has work to do. The window keys are compared
+    before the stored conversation is loaded: a grown conversation differs there already."""
     ns = conversation.id
     if not is_complete(store, ns) or store.settings(ns) != {"build": to_dict(cfg)}:
+        return None
+    if set(plan.keys) != {k for k in plan.done if k.startswith("extract:")}:
         return None
     try:
         if store.get_conversation(ns) != conversation:
             return None
     except KeyError:
         return None
-    identity = extraction_identity(ex, cfg)
-    keys = {window_done_key(w, identity) for w in conversation_windows(conversation, cfg.window_size,
-                                                                       cfg.window_overlap)}
-    if keys != {k for k in store.done_keys(ns) if k.startswith("extract:")}:
-        return None
     units, traces = store.units(ns), store.traces(ns)
-    report.add(ns, "extraction", PhaseStats(units=len(units), resumed_windows=len(keys)))
+    report.add(ns, "extraction", PhaseStats(units=len(units), resumed_windows=len(plan.keys)))
     report.add(ns, "embedding", PhaseStats())
     report.add(ns, "consolidation", PhaseStats(traces=len(traces)))
     return units, traces
 
 
 def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None, store: MemoryStore,
-             cfg: BuildConfig, report: BuildReport, progress: Callable[[int], None] | None) -> list[str]:
+             cfg: BuildConfig, report: BuildReport, progress: Callable[[int], None] | None, plan: _Plan) -> list[str]:
     """Bring the stored units in line with the conversation; returns the window done keys in order."""
     ns = conversation.id
     store.put_conversation(conversation)
     store.set_settings(ns, {"build": to_dict(cfg)})
     speakers = list(conversation.speakers) or sorted({t.speaker for t in conversation.turns()})
-    identity = extraction_identity(ex, cfg)
-    windows = conversation_windows(conversation, cfg.window_size, cfg.window_overlap)
-    keys = [window_done_key(w, identity) for w in windows]
+    windows, keys = plan.windows, plan.keys
     current = set(keys)
-    done = {k for k in store.done_keys(ns) if k.startswith("extract:")}
+    done = {k for k in plan.done if k.startswith("extract:")}
     stale = sorted((set(store.unit_sources(ns)) | done) - current)
     forget_cache_entries(store, ns, stale)
     report.dropped_units += store.drop_sources(ns, stale)
@@ -266,10 +283,12 @@ def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None,
     if progress and st.resumed_windows:
         progress(st.resumed_windows)
     key_of = {w.key: k for w, k in todo}
+    committed: set[str] = set()
     t0, before = time.perf_counter(), usage_snapshot(llm)
     for res in ex.run([w for w, _ in todo], ns, speakers):
         remember_cache_keys(store, ns, llm, res.requests, key_of[res.window.key])
-        _commit_window(store, ns, res, key_of[res.window.key], st, report)
+        if _commit_window(store, ns, res, key_of[res.window.key], st, report):
+            committed.add(key_of[res.window.key])
         if progress:
             progress(1)
     st.seconds = time.perf_counter() - t0
@@ -278,7 +297,7 @@ def _extract(conversation: Conversation, ex: Extractor, llm: ChatBackend | None,
     ordered = [uid for k in keys for uid in by_source.get(k, [])]
     if ordered != [uid for ids in by_source.values() for uid in ids]:
         store.reorder_units(ns, ordered)
-    missing = len(current - store.done_keys(ns))
+    missing = len({k for _, k in todo} - committed)  # windows done before this build stay done
     if missing:
         report.incomplete[ns] = missing
     st.units = len(ordered)
@@ -349,16 +368,17 @@ def _llm_roles(units: list[AtomicUnit], llm: ChatBackend | None, store: MemorySt
 
 
 def _commit_window(store: MemoryStore, ns: str, res: WindowResult, key: str, st: PhaseStats,
-                   report: BuildReport) -> None:
+                   report: BuildReport) -> bool:
     """Store a window's outcome: units + done marker (`key`) in one transaction, or a failure record
-    (kept by window position, `extract:<session>#w<i>` / `reject:...`, until the window succeeds)."""
+    (kept by window position, `extract:<session>#w<i>` / `reject:...`, until the window succeeds).
+    True when the window is done."""
     st.windows += 1
     pos = res.window.key
     if res.error is not None:
         st.failed_windows += 1
         store.record_failure(ns, f"extract:{pos}", res.error, res.raw)
         report.failures.append({"namespace": ns, "key": f"extract:{pos}", "error": res.error})
-        return
+        return False
     store.clear_failure(ns, f"reject:{pos}")
     if res.rejected:
         st.rejected_units += len(res.rejected)
@@ -367,3 +387,4 @@ def _commit_window(store: MemoryStore, ns: str, res: WindowResult, key: str, st:
         report.failures.append({"namespace": ns, "key": f"reject:{pos}", "error": err})
     store.add_units(ns, res.units, done_key=key)
     store.clear_failure(ns, f"extract:{pos}")
+    return True

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 import Stemmer
 
@@ -31,6 +32,9 @@ FROM_OBJECT = "*"  # class from the object's head word, else from the earlier st
 LIGHT = "-"  # class from the object's head word only, else no trace
 KINDS = ("state", "end", "change")
 
+K = TypeVar("K")
+V = TypeVar("V")
+MEMO_READINGS = 500_000  # readings, subject keys and object words one table remembers
 _stemmer = Stemmer.Stemmer("english")
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’&\-]*|[,;:.!?()\"]")
 STOPWORDS = load_words("stopwords")
@@ -122,6 +126,11 @@ class StateTable:
         # words that name a class when they head an object ("job", "trip"): not part of a value
         self.class_words = frozenset(k for k, e in self.entries.items() if " " not in k and e.use != "rel"
                                      and e.cls not in (FROM_OBJECT, LIGHT))
+        # readings of unit fields already seen: traces are regrouped over every unit of a namespace
+        # whenever it grows, and a reading depends on the unit's own strings only
+        self._readings: dict[tuple[str, str, str], Reading] = {}
+        self._subjects: dict[str, str] = {}
+        self._objects: dict[str, frozenset[str]] = {}
 
     @classmethod
     @lru_cache(maxsize=1)
@@ -188,7 +197,13 @@ class StateTable:
 
     def read(self, relation: str, obj: str, subject: str) -> Reading:
         """Class and kind of a unit from its own fields: the object's head word, else the relation's
-        class, else the head of the role a subject names ("my coach is X")."""
+        class, else the head of the role a subject names ("my coach is X"). Remembered per table."""
+        got = self._readings.get((relation, obj, subject))
+        if got is None:
+            got = _remember(self._readings, (relation, obj, subject), self._read(relation, obj, subject))
+        return got
+
+    def _read(self, relation: str, obj: str, subject: str) -> Reading:
         first = tokens(obj)[:1]
         if first and (first[0] in PARTICLES or first[0] in PREPOSITIONS) and len(relation.split()) == 1:
             relation = f"{relation} {first[0]}"  # left in the object: "work" + "on my business", "live" + "in Leeds"
@@ -218,6 +233,12 @@ class StateTable:
 
     def subject_key(self, subject: str) -> str:
         """Lower-cased subject without role modifiers ("Ana's new coach" -> "ana's coach")."""
+        got = self._subjects.get(subject)
+        if got is None:
+            got = _remember(self._subjects, subject, self._subject_key(subject))
+        return got
+
+    def _subject_key(self, subject: str) -> str:
         words = [w for w in subject.lower().replace("’", "'").split() if w not in self.modifiers]
         if words and words[0] == "the":
             words = words[1:]
@@ -226,6 +247,12 @@ class StateTable:
     def object_words(self, obj: str) -> frozenset[str]:
         """Content stems of an object that name its value: no function words, no time words, no
         words of the table (a "job" or a "trip" names the class, not which one)."""
+        got = self._objects.get(obj)
+        if got is None:
+            got = _remember(self._objects, obj, self._object_words(obj))
+        return got
+
+    def _object_words(self, obj: str) -> frozenset[str]:
         out = set()
         for t in tokens(obj):
             if not t[0].isalnum() or t in STOPWORDS or t in IGNORED or t in _CHUNK_BREAKS or t.isdigit():
@@ -236,6 +263,14 @@ class StateTable:
 
     def is_single(self, cls: str) -> bool:
         return self.single.get(cls, False)
+
+
+def _remember(memo: dict[K, V], key: K, value: V) -> V:
+    """Store `value` in a bounded memo (emptied when full: a namespace's units fit many times over)."""
+    if len(memo) >= MEMO_READINGS:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 def overlap(a: frozenset[str], b: frozenset[str]) -> float:

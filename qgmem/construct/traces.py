@@ -38,6 +38,8 @@ from qgmem.words import load_words
 
 Role = Literal["origin", "update", "supplement"]
 RolesFn = Callable[[int, list[int]], "tuple[list[Role], set[int]] | None"]
+TraceFields = tuple["str | None", "Role | None", bool]  # (trace_id, trace_role, superseded)
+NO_TRACE: TraceFields = (None, None, False)
 
 # a unit whose subject is an unresolved pronoun cannot be placed in anyone's trajectory
 UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
@@ -192,7 +194,8 @@ def rule_roles(group: Group, words: list[frozenset[str]], single: bool, cfg: Tra
 
 def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | None = None,
                  table: StateTable | None = None) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
-    """Traces of one namespace and the units with `trace_id`/`trace_role`/`superseded` set.
+    """Traces of one namespace and the units with `trace_id`/`trace_role`/`superseded` set (a unit
+    whose trace fields are already right is returned as it is, not copied).
 
     `roles_fn(trace_index, members) -> (roles, superseded) | None` may decide roles (the LLM path);
     None falls back to the rule. Trace ids are `<namespace>/t<i>` in the canonical group order.
@@ -201,9 +204,9 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
         return [], []
     table = table or StateTable.default()
     ns = units[0].namespace
-    new_units = [dataclasses.replace(u, trace_id=None, trace_role=None, superseded=False) for u in units]
     groups = group_traces(units, cfg, table)
     words = [table.object_words(object_text(u)) for u in units]
+    fields: dict[int, TraceFields] = {}
     traces: list[MemoryTrace] = []
     for ti, g in enumerate(groups):
         decided = roles_fn(ti, g.members) if roles_fn is not None else None
@@ -212,11 +215,19 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
         roles, sup = decided
         tid = f"{ns}/t{ti}"
         for m, role in zip(g.members, roles):
-            new_units[m] = dataclasses.replace(new_units[m], trace_id=tid, trace_role=role, superseded=m in sup)
+            fields[m] = (tid, role, m in sup)
         head = units[g.members[0]]
         stated = [m for m, k in zip(g.members, g.kinds) if k != "note"] or g.members
         traces.append(MemoryTrace(
             id=tid, namespace=ns, subject=head.subject, relation=head.relation if g.is_event else g.key,
             unit_ids=[units[m].id for m in g.members], roles=list(roles), latest_unit_id=units[stated[-1]].id,
         ))
-    return new_units, traces
+    return [with_trace(u, fields.get(i, NO_TRACE)) for i, u in enumerate(units)], traces
+
+
+def with_trace(u: AtomicUnit, f: TraceFields) -> AtomicUnit:
+    """`u` with its trace fields set to `f`; `u` itself when they already are. When a namespace grows,
+    most units keep their trace, and copying every unit would cost more than grouping them."""
+    if (u.trace_id, u.trace_role, u.superseded) == f:
+        return u
+    return dataclasses.replace(u, trace_id=f[0], trace_role=f[1], superseded=f[2])

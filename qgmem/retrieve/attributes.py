@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -28,7 +29,10 @@ from .query import QueryConstraints
 GRAIN_DAYS = {"day": 1, "week": 7}
 
 
+@lru_cache(maxsize=100_000)
 def _ordinal(s: str | None) -> int | None:
+    """Day ordinal of an ISO date string (remembered: a memory's units share few dates, and every
+    unit's dates are read again whenever the namespace is re-indexed)."""
     d = parse_ref(s) if s else None
     return d.toordinal() if d is not None else None
 

@@ -1,49 +1,140 @@
-"""Lexical channel: BM25 (bm25s scoring, English stop words, Snowball stemming) over an
+"""Lexical channel: BM25 (bm25s's scoring, English stop words, Snowball stemming) over an
 impact-ordered inverted index.
 
-bm25s computes the BM25 weight of every (term, document) posting at index time; we keep each term's
+The BM25 weight of every (term, document) posting is computed at index time; we keep each term's
 postings sorted by weight, so a query only accumulates the postings of its own terms. With
 `max_postings` > 0 each query term contributes at most its `max_postings` highest-impact postings
 (impact-ordered early termination): latency is then bounded independently of the number of documents,
 at the cost of exactness for very common terms. `max_postings=0` is exact BM25.
+
+Tokens and weights are those of `bm25s` (its tokenizer's pattern and stop words, its "lucene" BM25
+in float32; tests/test_retrieve_channels.py compares them), computed here so that a growing memory
+does not pay for its old documents again: a document's term counts are kept per process by the
+hash of its text, and the weights of all postings are computed in one vectorised pass. Re-indexing
+a 10,000-turn namespace after one new session then tokenises only the new session's documents.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
+import re
+import threading
+from collections import OrderedDict
+
 import numpy as np
+
+_TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's default token pattern
+MEMO_DOCS = 500_000  # documents whose term counts one process remembers (about 100 MB)
+
+
+class _TermCounts:
+    """Stemmed, stop-word-free terms of texts as (term ids, counts, token count), remembered per
+    process by the text's hash (not the text). Term ids index one process-wide vocabulary."""
+
+    def __init__(self) -> None:
+        import Stemmer
+        from bm25s.stopwords import STOPWORDS_EN
+
+        self._stemmer = Stemmer.Stemmer("english")
+        self._stop = frozenset(STOPWORDS_EN)
+        self._stems: dict[str, str] = {}  # token -> stem
+        self.term_id: dict[str, int] = {}  # stem -> process-wide id
+        self.terms: list[str] = []  # process-wide id -> stem
+        self._docs: OrderedDict[bytes, tuple[np.ndarray, np.ndarray, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def tokens(self, text: str) -> list[str]:
+        """The text's terms in order, as bm25s.tokenize(stopwords="en", stemmer=english) gives them."""
+        out = []
+        for tok in _TOKEN_RE.findall(text.lower()):
+            if tok in self._stop:
+                continue
+            s = self._stems.get(tok)
+            if s is None:
+                s = self._stems[tok] = self._stemmer.stemWord(tok)
+            out.append(s)
+        return out
+
+    def counts(self, text: str) -> tuple[np.ndarray, np.ndarray, int]:
+        """(distinct term ids, their counts, number of tokens) of one document."""
+        key = hashlib.sha1(text.encode()).digest()
+        with self._lock:
+            got = self._docs.get(key)
+            if got is not None:
+                self._docs.move_to_end(key)
+                return got
+            ids = np.asarray([self._id(t) for t in self.tokens(text)], dtype=np.int64)
+            uniq, cnt = np.unique(ids, return_counts=True)
+            got = self._docs[key] = (uniq, cnt, len(ids))
+            while len(self._docs) > MEMO_DOCS:
+                self._docs.popitem(last=False)
+            return got
+
+    def _id(self, term: str) -> int:
+        i = self.term_id.get(term)
+        if i is None:
+            i = self.term_id[term] = len(self.terms)
+            self.terms.append(term)
+        return i
+
+
+_COUNTS: list[_TermCounts] = []
+
+
+def term_counts() -> _TermCounts:
+    """The process's term counts (made on first use: loading the stemmer is not free)."""
+    if not _COUNTS:
+        _COUNTS.append(_TermCounts())
+    return _COUNTS[0]
+
+
+def _lucene_idf(df: int, n: int) -> float:
+    """bm25s's "lucene" idf, in double precision like bm25s (stored as float32 afterwards)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def bm25_postings(texts: list[str], k1: float, b: float) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """(vocabulary, posting term, posting document, posting weight) of `texts`: bm25s's "lucene" BM25
+    weight idf * tf / (tf + k1 * (1 - b + b * len / avg len)), computed in float64 and stored as
+    float32 exactly as bm25s does, so weights match it bit for bit."""
+    tc = term_counts()
+    per_doc = [tc.counts(t) for t in texts]
+    lens = np.asarray([n for _, _, n in per_doc], dtype=np.int64)
+    g = np.concatenate([ids for ids, _, _ in per_doc]) if per_doc else np.zeros(0, np.int64)
+    if not len(g):
+        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    tf = np.concatenate([c for _, c, _ in per_doc]).astype(np.float32).astype(np.float64)
+    doc = np.repeat(np.arange(len(texts), dtype=np.int64), [len(ids) for ids, _, _ in per_doc])
+    uniq, term = np.unique(g, return_inverse=True)
+    df = np.bincount(term, minlength=len(uniq))
+    idf_of = {int(d): _lucene_idf(int(d), len(texts)) for d in np.unique(df)}
+    idf = np.asarray([idf_of[int(d)] for d in df], dtype=np.float32)
+    norm = k1 * ((1 - b) + b * lens.astype(np.float64) / lens.mean())  # per document
+    weight = (idf[term].astype(np.float64) * (tf / (norm[doc] + tf))).astype(np.float32)
+    return [tc.terms[i] for i in uniq], term, doc, weight
 
 
 class LexicalIndex:
     def __init__(self, texts: list[str], k1: float = 1.2, b: float = 0.75, max_postings: int = 0):
-        import bm25s
-        import Stemmer
-
         self.n = len(texts)
         self.max_postings = max_postings
-        self._stemmer = Stemmer.Stemmer("english")
         self.vocab: dict[str, int] = {}
         if not self.n:
             return
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self._stemmer, show_progress=False)
-        bm = bm25s.BM25(k1=k1, b=b)
-        bm.index(tokens, show_progress=False)
-        self.vocab = dict(bm.vocab_dict)
-        data = np.asarray(bm.scores["data"], dtype=np.float32)
-        indices = np.asarray(bm.scores["indices"], dtype=np.int64)
-        self.indptr = np.asarray(bm.scores["indptr"], dtype=np.int64)
-        term_of = np.repeat(np.arange(len(self.indptr) - 1), np.diff(self.indptr))
-        order = np.lexsort((-data, term_of))  # within each term: highest weight first
-        self.data = data[order]
-        self.indices = indices[order]
+        terms, term, doc, weight = bm25_postings(texts, k1, b)
+        self.vocab = {t: i for i, t in enumerate(terms)}
+        order = np.lexsort((doc, -weight, term))  # per term: highest weight first, then document order
+        self.data = weight[order]
+        self.indices = doc[order]
+        self.indptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term, minlength=len(terms)), out=self.indptr[1:])
 
     def search(self, query: str, n: int) -> list[tuple[int, float]]:
         """Top-n (document index, score) with score > 0, best first."""
-        import bm25s
-
         if not self.n or n <= 0:
             return []
-        q = bm25s.tokenize([query], stopwords="en", stemmer=self._stemmer, show_progress=False, return_ids=False)
-        terms = [self.vocab[t] for t in q[0] if t in self.vocab]
+        terms = [self.vocab[t] for t in term_counts().tokens(query) if t in self.vocab]
         if not terms:
             return []
         ids, ws = [], []
