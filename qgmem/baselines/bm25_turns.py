@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from qgmem.answer import context_tokens
-from qgmem.baselines.turn_docs import dated_turns, turn_items
+from qgmem.baselines.turn_docs import turn_items
+from qgmem.retrieve.turns import dated_turns
 from qgmem.retrieve.lexical import LexicalIndex
 from qgmem.types import Conversation, MethodBase, Question, Turn, WorkingMemory
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from qgmem.answer import context_tokens
 from qgmem.baselines.bm25_turns import _lookup
-from qgmem.baselines.turn_docs import dated_turns, turn_items
+from qgmem.baselines.turn_docs import turn_items
+from qgmem.retrieve.turns import dated_turns
 from qgmem.embed import get_embedder
 from qgmem.retrieve.dense import DenseIndex
 from qgmem.retrieve.qcache import encode_queries

@@ -1,13 +1,12 @@
-"""Raw turns as the raw-turn baselines index and show them: "speaker: text (session date)".
+"""Raw turns as the raw-turn baselines show them: "speaker: text (session date)".
 
-QGMem's index documents carry the session date ("(<date>)", `qgmem.retrieve.documents.UnitTexts.index_text`)
-and its working memory shows it; a baseline that hid the date would lose every "when" question for a reason
-that has nothing to do with retrieval. The date is spelled the same way (the benchmark's own text, else ISO).
+The dated document itself is `qgmem.retrieve.turns.dated_turns` (one spelling for the baselines and QGMem's
+raw-turn channels): a baseline that hid the date would lose every "when" question for a reason that has
+nothing to do with retrieval.
 """
 
 from __future__ import annotations
 
-from qgmem.retrieve.turns import dated_turns, session_date, turn_document  # noqa: F401  (re-exported: one spelling)
 from qgmem.types import MemoryItem, Turn
 
 
