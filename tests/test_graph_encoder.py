@@ -82,3 +82,47 @@ def test_feature_dim_mismatch_is_a_clear_error() -> None:
 def test_config_validation() -> None:
     with pytest.raises(ValueError, match="divisible"):
         EncoderConfig(hidden=30, heads=4)
+
+
+def _variant(**kw) -> GraphTokenEncoder:
+    torch.manual_seed(0)
+    cfg = EncoderConfig(**{**CFG.__dict__, **kw})
+    return GraphTokenEncoder.from_config(cfg, 24).eval()
+
+
+def test_edge_tokens_one_per_edge_in_order() -> None:
+    enc = _variant(pooling="edges", num_graph_tokens=4)
+    g = graph(0, n=4, e=3)
+    out = enc(Batch.from_data_list([g, empty(), graph(1, n=3, e=2)]))
+    assert out.shape == (3, 4, 24)
+    # slots past a graph's edges (and every slot of an empty graph) hold the learned "no edge" token
+    assert torch.allclose(out[0, 3], out[1, 0]) and torch.allclose(out[1, 0], out[1, 3])
+    assert torch.allclose(out[2, 2], out[1, 0]) and not torch.allclose(out[0, 0], out[1, 0])
+    # a graph alone gives what it gives in a batch; reversing its edges reverses its tokens
+    alone = enc(Batch.from_data_list([g]))
+    assert torch.allclose(alone[0], out[0], atol=1e-5)
+    rev = g.clone()
+    rev.edge_index, rev.edge_attr = g.edge_index.flip(1), g.edge_attr.flip(0)
+    assert torch.allclose(enc(Batch.from_data_list([rev]))[0, :3], alone[0, :3].flip(0), atol=1e-5)
+    # more edges than slots: the first (highest-ranked) edges are kept
+    assert _variant(pooling="edges", num_graph_tokens=2)(Batch.from_data_list([g])).shape == (1, 2, 24)
+    assert not enc.encoder.empty.requires_grad  # unused by edge tokens, so not trained or saved
+
+
+def test_token_scale_matches_the_llm_embedding_norm() -> None:
+    enc = _variant(token_scale="embedding")
+    emb = torch.randn(50, 24) * 3.0
+    enc.set_token_norm(emb)
+    out = enc(Batch.from_data_list([graph(0), empty()]))
+    target = emb.norm(dim=-1).mean()
+    assert torch.allclose(out.norm(dim=-1), target.expand(2, 3), rtol=1e-4)
+    with torch.no_grad():
+        enc.gain.fill_(0.5)  # the learned gain moves the scale
+    assert torch.allclose(enc(Batch.from_data_list([graph(0)])).norm(dim=-1), 0.5 * target.expand(1, 3), rtol=1e-4)
+
+
+def test_unknown_pooling_or_scale_is_refused() -> None:
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        EncoderConfig(pooling="max")
+    with pytest.raises(ValueError, match="token_scale must be one of"):
+        EncoderConfig(token_scale="unit")

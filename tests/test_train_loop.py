@@ -108,12 +108,18 @@ def test_loss_decreases_and_report(tiny_setup, tmp_path):
     assert saved["steps"] == 20 and saved["parameters"]["trainable"] > 0
     t = saved["test"]
     assert t["n"] == 6 and t["n_generated"] == 2
-    for cond in ("graph+text", "text only", "shuffled graph+text"):
+    for cond in ("graph+text", "shuffled graph+text", "text only", "graph only", "shuffled graph only"):
         assert math.isfinite(t[cond]["loss"]) and 0.0 <= t[cond]["f1"] <= 1.0 and len(t[cond]["samples"]) == 2
+        assert len(t[cond]["example_loss"]) == 6 and len(t[cond]["example_f1"]) == 2
     # the controls really differ from the trained condition
-    assert t["graph+text"]["loss"] != t["text only"]["loss"]
-    assert t["graph+text"]["loss"] != t["shuffled graph+text"]["loss"]
-    assert "| graph+text |" in (out / "report.md").read_text()
+    for cond in ("text only", "shuffled graph+text", "graph only"):
+        assert t["graph+text"]["loss"] != t[cond]["loss"]
+    # paired differences: the mean is the mean per-example difference, inside its interval
+    d = t["differences"]["shuffled graph+text"]["loss"]
+    per = [a - b for a, b in zip(t["shuffled graph+text"]["example_loss"], t["graph+text"]["example_loss"])]
+    assert d["n"] == 6 and abs(d["mean"] - sum(per) / 6) < 1e-9 and d["low"] <= d["mean"] <= d["high"]
+    md = (out / "report.md").read_text()
+    assert "| graph+text |" in md and "| graph only |" in md and "95% CI" in md
     # only trainable weights are checkpointed: no LLM tensor in best/
     names = load_file(str(out / "best" / "model.safetensors")).keys()
     assert names and all(n.startswith("graph_encoder.") for n in names)

@@ -41,6 +41,8 @@ class GraphTokenLMOutput(ModelOutput):
     logits: Tensor | None = None
     loss_sum: Tensor | None = None  # sum over answer tokens (for token-weighted accumulation)
     num_tokens: Tensor | None = None  # answer tokens in this batch
+    row_loss_sum: Tensor | None = None  # [B] answer NLL summed per example (paired comparisons)
+    row_tokens: Tensor | None = None  # [B] answer tokens per example
 
 
 def _compact(batch: dict[str, Tensor], keep: Tensor, left: bool, pad_id: int) -> dict[str, Tensor]:
@@ -98,6 +100,7 @@ class GraphTokenLM(nn.Module):
         self.llm_hidden = int(emb.embedding_dim)
         self.graph_encoder = GraphTokenEncoder.from_config(enc_cfg, self.llm_hidden)
         self.graph_encoder.to(emb.weight.device, torch.float32)
+        self.graph_encoder.set_token_norm(emb.weight)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     # -- modes and parameters ---------------------------------------------------------------
@@ -172,10 +175,12 @@ class GraphTokenLM(nn.Module):
             return GraphTokenLMOutput(logits=logits)
         shift_logits = logits[:, :-1].float()
         shift_labels = labels[:, 1:]
-        loss_sum = nn.functional.cross_entropy(shift_logits.reshape(-1, shift_logits.size(-1)),
-                                               shift_labels.reshape(-1), ignore_index=IGNORE_INDEX, reduction="sum")
-        n = (shift_labels != IGNORE_INDEX).sum()
-        return GraphTokenLMOutput(loss=loss_sum / n.clamp(min=1), logits=logits, loss_sum=loss_sum, num_tokens=n)
+        nll = nn.functional.cross_entropy(shift_logits.reshape(-1, shift_logits.size(-1)), shift_labels.reshape(-1),
+                                          ignore_index=IGNORE_INDEX, reduction="none").view(shift_labels.shape)
+        row_sum, row_n = nll.sum(1), (shift_labels != IGNORE_INDEX).sum(1)
+        loss_sum, n = row_sum.sum(), row_n.sum()
+        return GraphTokenLMOutput(loss=loss_sum / n.clamp(min=1), logits=logits, loss_sum=loss_sum, num_tokens=n,
+                                  row_loss_sum=row_sum, row_tokens=row_n)
 
     # -- generation --------------------------------------------------------------------------
     @torch.no_grad()

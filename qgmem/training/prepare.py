@@ -38,11 +38,12 @@ from qgmem.retrieve.config import RetrievalConfig
 from qgmem.training.answer_filter import AnswerFilterConfig, filter_counts
 from qgmem.training.config import resolve_config_path
 from qgmem.training.prepared import SPLITS, example_record, load_prepared, save_prepared
+from qgmem.training.sessions import CHOICES, LABEL_FREE, choose_sessions, reduce_sessions
 from qgmem.types import Conversation, Question
 
 __all__ = ["PrepareConfig", "SPLITS", "assign_splits", "config_from_file", "cut_turns", "finalize_partial",
            "input_config", "kept_questions", "load_prepared", "prepare_dataset", "prepare_question",
-           "reduce_sessions", "save_prepared", "select_conversations"]
+           "reduce_sessions", "save_prepared", "select_conversations", "session_choice", "memory_card"]
 
 
 @dataclass
@@ -52,9 +53,12 @@ class PrepareConfig:
     seed: int = 0  # subset choice, split assignment and distractor sampling
     max_conversations: int | None = None  # seeded subset of conversations (None = all)
     max_questions_per_conversation: int | None = None
-    # Keep at most this many sessions per conversation: every session holding evidence of a kept
-    # question plus seeded distractors. A CPU budget knob for LongMemEval-S (~48 sessions each).
+    # Keep at most this many sessions per conversation (a CPU budget knob for LongMemEval-S, ~48
+    # sessions each), chosen by `sessions` (qgmem/training/sessions.py): "retrieved" (BM25 on the
+    # question text) or "recent" never read the answer key; "evidence" does and is train-only.
     max_sessions: int | None = None
+    sessions: str = "retrieved"  # how val and test memories (and train's, unless train_sessions) are cut
+    train_sessions: str | None = None  # None = `sessions`; "evidence" makes the train split an oracle set
     # Cut every turn to this many characters before building memories (None = keep whole turns).
     # A CPU budget knob: LongMemEval assistant turns run to thousands of characters.
     max_turn_chars: int | None = None
@@ -114,21 +118,6 @@ def assign_splits(conv_ids: list[str], fractions: list[float], seed: int) -> dic
     return out
 
 
-def reduce_sessions(conv: Conversation, questions: list[Question], max_sessions: int | None, seed: int) -> Conversation:
-    """Evidence sessions of `questions` + seeded distractors, in the original order."""
-    if max_sessions is None or len(conv.sessions) <= max_sessions:
-        return conv
-    turn_session = {t.id: s.id for s in conv.sessions for t in s.turns}
-    keep = {sid for q in questions for sid in q.evidence_sessions}
-    keep |= {turn_session[t] for q in questions for t in q.evidence if t in turn_session}
-    keep &= {s.id for s in conv.sessions}
-    others = [s.id for s in conv.sessions if s.id not in keep]
-    rng = random.Random(f"{seed}:{conv.id}")
-    keep |= set(rng.sample(others, max(0, min(len(others), max_sessions - len(keep)))))
-    return dataclasses.replace(conv, sessions=[s for s in conv.sessions if s.id in keep],
-                               meta={**conv.meta, "sessions_total": len(conv.sessions)})
-
-
 def cut_turns(conv: Conversation, max_chars: int | None) -> Conversation:
     """Every turn's text cut to `max_chars` (at a word boundary, marked with "...")."""
     if max_chars is None:
@@ -143,6 +132,29 @@ def cut_turns(conv: Conversation, max_chars: int | None) -> Conversation:
     sessions = [dataclasses.replace(s, turns=[dataclasses.replace(t, text=cut(t.text)) for t in s.turns])
                 for s in conv.sessions]
     return dataclasses.replace(conv, sessions=sessions)
+
+
+def session_choice(cfg: PrepareConfig, split: str) -> str:
+    """How the memory of a `split` example is cut; the answer key never chooses val or test memory."""
+    choice = cfg.train_sessions if split == "train" and cfg.train_sessions is not None else cfg.sessions
+    if choice not in CHOICES:
+        field_name = "train_sessions" if split == "train" and cfg.train_sessions is not None else "sessions"
+        raise ConfigError(f"prepare config: field {field_name!r} must be one of {CHOICES}, got {choice!r}")
+    if split != "train" and choice not in LABEL_FREE:
+        raise ConfigError(f"prepare config: field 'sessions' is {choice!r}, which reads the answer key; val and "
+                          f"test memories must be chosen without it ({LABEL_FREE}); use train_sessions for an "
+                          "oracle train split")
+    return choice
+
+
+def memory_card(cfg: PrepareConfig) -> dict[str, str]:
+    """Per split, how its memories were chosen, in words; "oracle" where the answer key chose them."""
+    if cfg.max_sessions is None:
+        return {s: "whole history" for s in SPLITS}
+    words = {"retrieved": f"the {cfg.max_sessions} sessions BM25 ranks highest for the question (no labels)",
+             "recent": f"the last {cfg.max_sessions} sessions (no labels)",
+             "evidence": f"oracle: evidence sessions + seeded distractors, {cfg.max_sessions} sessions"}
+    return {s: words[session_choice(cfg, s)] for s in SPLITS}
 
 
 def kept_questions(conv: Conversation, cfg: PrepareConfig) -> list[Question]:
@@ -193,6 +205,8 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
     from tqdm import tqdm
 
     out = Path(out_dir)
+    for split in SPLITS:  # a config that lets the answer key choose val/test memory fails before any work
+        session_choice(cfg, split)
     out.mkdir(parents=True, exist_ok=True)
     cfg_dict = to_dict(cfg)
     cfg_path = out / "prepare_config.json"  # written first, so a resumed run checks it is the same job
@@ -229,7 +243,8 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
             rows: list[dict[str, Any]] = []
             flags: list[bool] = []
             if qs:
-                small = cut_turns(reduce_sessions(conv, qs, cfg.max_sessions, cfg.seed), cfg.max_turn_chars)
+                choice = session_choice(cfg, splits[conv.id])
+                small = cut_turns(choose_sessions(conv, qs, choice, cfg.max_sessions, cfg.seed), cfg.max_turn_chars)
                 retriever.build(small)
                 qs = [dataclasses.replace(q, conversation_id=q.conversation_id or conv.id) for q in qs]
                 rows = [prepare_question(retriever, embedder, q, cfg, splits[conv.id]) for q in qs]
@@ -260,7 +275,8 @@ def finalize_partial(cfg: PrepareConfig, out_dir: str | Path) -> dict[str, Any]:
     node_dim, edge_dim = feature_dims(cfg.graph, _embed_dim(by_split, cfg))
     expected = cfg.max_conversations
     extra = {"conversations": {s: sorted(c for c, r in done.items() if r["split"] == s) for s in SPLITS},
-             "partial": True, "conversations_done": len(done), "conversations_planned": expected}
+             "partial": True, "conversations_done": len(done), "conversations_planned": expected,
+             "memory": memory_card(cfg), "oracle": session_choice(cfg, "train") not in LABEL_FREE}
     return save_prepared(by_split, out, to_dict(cfg), node_dim, edge_dim, extra)
 
 
@@ -271,7 +287,8 @@ def _finalize(cfg: PrepareConfig, out: Path, selected: list[Conversation], split
         for r in done[conv.id]["examples"]:
             by_split[splits[conv.id]].append(r)
     node_dim, edge_dim = feature_dims(cfg.graph, _embed_dim(by_split, cfg))
-    extra = {"conversations": {s: sorted(c for c, sp in splits.items() if sp == s) for s in SPLITS}}
+    extra = {"conversations": {s: sorted(c for c, sp in splits.items() if sp == s) for s in SPLITS},
+             "memory": memory_card(cfg), "oracle": session_choice(cfg, "train") not in LABEL_FREE}
     if cfg.answer_filter.enabled:
         extra["answer_filter"] = {**filter_counts(done), "split": "train", "model": cfg.answer_filter.llm.model}
     return save_prepared(by_split, out, to_dict(cfg), node_dim, edge_dim, extra)
@@ -334,6 +351,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'split':<8}{'examples':>10}{'conversations':>15}")
     for s in SPLITS:
         print(f"{s:<8}{meta['counts'][s]:>10}{len(meta['conversations'][s]):>15}")
+    for s in SPLITS:
+        print(f"memory of {s}: {meta.get('memory', {}).get(s, 'not recorded')}")
     print(f"graphs: node dim {meta['node_dim']}, edge dim {meta['edge_dim']}, empty {meta['empty_graphs']}")
     if "answer_filter" in meta:
         af = meta["answer_filter"]

@@ -14,8 +14,9 @@ What it guarantees:
   from it at the same step and batch; ``output_dir/best`` is the best validation checkpoint
   (`qgmem.training.checkpoint`);
 - under DDP only the main process writes; metrics are reduced over processes;
-- at the end the best checkpoint is scored on the test split under three conditions (graph token +
-  text, text only, shuffled graphs) into ``report.json`` and a table (`qgmem.training.validate`).
+- at the end the best checkpoint is scored on the test split under the conditions of
+  `qgmem.training.validate.CONDITIONS` (own graph, shuffled graph, no graph, no text), with paired
+  bootstrap intervals, into ``report.json`` and a table (`qgmem.training.validate`).
 
 Training reads a prepared set (`qgmem prepare`); the graph and retrieval settings it stores in the
 checkpoint come from that set's ``prepare_meta.json``.
@@ -324,6 +325,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         "resumed_from": state["resumed_from"], "best": state["best"], "history": state["history"],
         "collator": {"truncated_train": run.collator.stats.truncated, "examples_train": run.collator.stats.examples},
         "f1_definition": F1_DEFINITION,
+        # how each split's memory was chosen (qgmem/training/sessions.py); "oracle" when the answer key chose it
+        "memory": run.meta.get("memory"), "oracle": bool(run.meta.get("oracle")),
     }
     if cfg.eval.test and len(run.test_ds):
         report["test"] = test_report(run.model, run.accelerator, run.test_ds.examples(), run.test_ds.golds(),

@@ -1,11 +1,17 @@
-"""Scoring during and after training: answer loss, generation token F1, and the test report under
-three conditions (graph token + text, text only, shuffled graphs).
+"""Scoring during and after training: answer loss, generation token F1, and the test report.
+
+The test report asks whether the graph token carries the question's graph: the best checkpoint is
+scored with its own graph + memory text, another question's graph + text (a seeded derangement,
+`shuffled_graphs`), text only, the graph only (no memory text) and a shuffled graph only. Every
+condition is scored on the same examples, so each difference to "graph+text" comes with a paired
+bootstrap 95% interval over examples (per-example mean answer NLL; token F1).
 
 Token F1 is SQuAD-style (`qgmem.evaluation.metrics.squad_f1`, max over gold answers).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +19,8 @@ from qgmem.training.checkpoint import load_best_weights
 from qgmem.training.examples import shuffled_graphs
 
 F1_DEFINITION = "SQuAD-style token F1 (qgmem.evaluation.metrics.squad_f1), max over gold answers"
-CONDITIONS = ("graph+text", "text only", "shuffled graph+text")
+REFERENCE = "graph+text"
+CONDITIONS = (REFERENCE, "shuffled graph+text", "text only", "graph only", "shuffled graph only")
 
 
 def _to_device(batch: dict[str, Any], device: Any) -> dict[str, Any]:
@@ -41,6 +48,29 @@ def eval_loss(model: Any, examples: list[Any], collator: Any, accelerator: Any, 
     return {"loss": float(tot[0] / tot[1]) if tot[1] > 0 else float("nan"), "tokens": int(tot[1])}
 
 
+def example_losses(model: Any, examples: list[Any], collator: Any, accelerator: Any, batch_size: int
+                   ) -> list[tuple[float, int]]:
+    """(answer NLL summed, answer tokens) of every example, in the order given (all processes)."""
+    import torch
+    from accelerate.utils import gather_object
+
+    m = accelerator.unwrap_model(model)
+    was = m.training
+    m.eval()
+    idx = list(range(len(examples)))[accelerator.process_index::accelerator.num_processes]
+    local: list[tuple[int, float, int]] = []
+    with torch.no_grad():
+        for i in range(0, len(idx), batch_size):
+            part = idx[i:i + batch_size]
+            batch = _to_device(collator([examples[j] for j in part]), accelerator.device)
+            with accelerator.autocast():
+                out = m(batch)
+            local += [(j, float(ls), int(n)) for j, ls, n in zip(part, out.row_loss_sum, out.row_tokens)]
+    allr = sorted(gather_object(local) if accelerator.num_processes > 1 else local)
+    m.train(was)
+    return [(ls, n) for _, ls, n in allr]
+
+
 def eval_generate(model: Any, examples: list[Any], golds: list[list[str]], collator: Any, accelerator: Any,
                   batch_size: int, max_new_tokens: int) -> dict[str, Any]:
     """Greedy answers for `examples`; token F1 (SQuAD-style) against `golds`, over all processes."""
@@ -66,27 +96,55 @@ def eval_generate(model: Any, examples: list[Any], golds: list[list[str]], colla
     allr = sorted(gather_object(local) if accelerator.num_processes > 1 else local)
     m.train(was)
     f1 = sum(r[2] for r in allr) / len(allr) if allr else float("nan")
-    return {"f1": f1, "n": len(allr), "samples": [{"i": r[0], "output": r[1], "f1": r[2]} for r in allr[:5]]}
+    return {"f1": f1, "n": len(allr), "samples": [{"i": r[0], "output": r[1], "f1": r[2]} for r in allr[:5]],
+            "per_example": [r[2] for r in allr]}
+
+
+def condition_examples(examples: list[Any], seed: int) -> dict[str, tuple[bool, list[Any]]]:
+    """Condition name -> (use the graph token, examples) for every test condition."""
+    shuffled = shuffled_graphs(examples, seed)
+    return {"graph+text": (True, examples), "shuffled graph+text": (True, shuffled), "text only": (False, examples),
+            "graph only": (True, [dataclasses.replace(ex, memory_text="") for ex in examples]),
+            "shuffled graph only": (True, [dataclasses.replace(ex, memory_text="") for ex in shuffled])}
+
+
+def paired_differences(res: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Per condition, loss(condition) - loss(graph+text) and F1(graph+text) - F1(condition), each with a
+    paired bootstrap 95% interval over examples (positive = the question's own graph + text is better)."""
+    from qgmem.evaluation.bootstrap import bootstrap_ci
+
+    ref = res[REFERENCE]
+    out: dict[str, Any] = {}
+    for name in CONDITIONS[1:]:
+        r = res[name]
+        d = {"loss": bootstrap_ci([a - b for a, b in zip(r["example_loss"], ref["example_loss"])], seed=seed).as_dict()}
+        if "example_f1" in r and "example_f1" in ref:
+            d["f1"] = bootstrap_ci([b - a for a, b in zip(r["example_f1"], ref["example_f1"])], seed=seed).as_dict()
+        out[name] = d
+    return out
 
 
 def test_report(model: Any, accelerator: Any, examples: list[Any], golds: list[list[str]], collator: Any,
                 out: Path, *, batch_size: int, max_new_tokens: int, gen_examples: int | None, seed: int
                 ) -> dict[str, Any]:
-    """The best checkpoint (``out/best``) on the test split: graph token + text, text only, shuffled graphs."""
+    """The best checkpoint (``out/best``) on the test split under every condition of `CONDITIONS`,
+    with per-example losses and F1 and the paired differences to graph+text."""
     m = accelerator.unwrap_model(model)
     load_best_weights(m, out)  # the trainable weights of the best validation step
     n_gen = len(examples) if gen_examples is None else min(gen_examples, len(examples))
-    conditions = {"graph+text": (True, examples), "text only": (False, examples),
-                  "shuffled graph+text": (True, shuffled_graphs(examples, seed))}
     res: dict[str, Any] = {"n": len(examples), "n_generated": n_gen}
-    for name, (use_graph, exs) in conditions.items():
+    for name, (use_graph, exs) in condition_examples(examples, seed).items():
         m.use_graph = use_graph
-        r = {"loss": eval_loss(model, exs, collator, accelerator, batch_size)["loss"]}
+        losses = example_losses(model, exs, collator, accelerator, batch_size)
+        tokens = sum(n for _, n in losses)
+        r = {"loss": sum(ls for ls, _ in losses) / tokens if tokens else float("nan"),
+             "example_loss": [ls / max(n, 1) for ls, n in losses]}
         if n_gen:
             g = eval_generate(model, exs[:n_gen], golds[:n_gen], collator, accelerator, batch_size, max_new_tokens)
-            r["f1"], r["samples"] = g["f1"], g["samples"]
+            r["f1"], r["samples"], r["example_f1"] = g["f1"], g["samples"], g["per_example"]
         res[name] = r
     m.use_graph = True
+    res["differences"] = paired_differences(res, seed)
     return res
 
 
@@ -103,10 +161,24 @@ def report_table(report: dict[str, Any]) -> str:
         lines.append(f"best validation: {fmt(report['best'])} (step {report['best']['step']})")
     t = report.get("test")
     if t:
-        lines += ["", f"test split, n = {t['n']} (F1 on {t['n_generated']}; {report['f1_definition']})", "",
-                  "| condition | answer loss | token F1 |", "|---|---:|---:|"]
+        memory = report.get("memory") or {}
+        if memory:
+            lines += ["", f"memory of the test split: {memory.get('test', '?')}; of the train split: "
+                      f"{memory.get('train', '?')}" + (" (ORACLE train set)" if report.get("oracle") else "")]
+        lines += ["", f"test split, n = {t['n']} (F1 on {t['n_generated']}; {report['f1_definition']}); "
+                  "differences to graph+text with paired bootstrap 95% intervals "
+                  "(loss: condition - graph+text; F1: graph+text - condition; > 0 = graph+text better)", "",
+                  "| condition | answer loss | token F1 | loss difference [95% CI] | F1 difference [95% CI] |",
+                  "|---|---:|---:|---|---|"]
+        diffs = t.get("differences", {})
         for name in CONDITIONS:
-            r = t[name]
+            if name not in t:
+                continue
+            r, d = t[name], diffs.get(name, {})
             f1 = f"{r['f1']:.4f}" if "f1" in r else "-"
-            lines.append(f"| {name} | {r['loss']:.4f} | {f1} |")
+            lines.append(f"| {name} | {r['loss']:.4f} | {f1} | {_ci(d.get('loss'))} | {_ci(d.get('f1'))} |")
     return "\n".join(lines)
+
+
+def _ci(d: dict[str, float] | None) -> str:
+    return "-" if not d else f"{d['mean']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
