@@ -12,7 +12,7 @@ from qgmem.testing.openai_server import OpenAIServer
 from qgmem.retrieve.config import RerankConfig, RetrievalConfig
 from qgmem.retrieve.method import QGMemRetriever
 from qgmem.retrieve.query import QueryParser
-from qgmem.retrieve.rerank import CausalYesNoReranker, ChatYesNoReranker
+from qgmem.retrieve.rerank import CausalYesNoReranker, ChatYesNoReranker, qwen3_pair, yes_no_messages
 
 pytestmark = pytest.mark.slow
 
@@ -36,13 +36,17 @@ def test_yes_no_scores_are_the_softmax_of_the_two_next_token_logits(smol_reranke
     ids = r._encode("Where does Alice work now?", DOCS[0])
     text = r.tok.decode(ids)
     assert text.startswith("<|im_start|>system\nJudge whether the Document meets the requirements")
-    assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n") and "<Document>: Fact: Alice" in text
+    # SmolLM2's own chat template: ChatML without a think block (enable_thinking is ignored)
+    assert text == r.tok.apply_chat_template(yes_no_messages(qwen3_pair(r.instruction, "Where does Alice work now?",
+                                                                        DOCS[0])), tokenize=False,
+                                             add_generation_prompt=True)
+    assert text.endswith("<|im_start|>assistant\n") and "<Document>: Fact: Alice" in text
     with torch.no_grad():
         logits = r.lm(input_ids=torch.tensor([ids])).logits[0, -1]
     p_yes = 1 / (1 + math.exp(float(logits[r.no] - logits[r.yes])))
     assert scores[0] == pytest.approx(p_yes, abs=1e-4)  # batching with left padding changes nothing
     long_doc = "Fact: " + "very long memory " * 400
-    assert len(r._encode("q?", long_doc)) <= 256 and r.tok.decode(r._encode("q?", long_doc)).endswith("</think>\n\n")
+    assert len(r._encode("q?", long_doc)) <= 256 and r.tok.decode(r._encode("q?", long_doc)).endswith("assistant\n")
 
 
 def test_qgmem_with_smollm2_reranker_and_llm_query_parser(tiny_conversation, smol_reranker):

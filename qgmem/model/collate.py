@@ -2,11 +2,12 @@
 
 Where the graph tokens go: the user message is `answer_messages(question, memory)` with a
 reserved sentinel string put immediately before the memory text. The rendered template is split
-at the sentinel, both halves are tokenised separately (``add_special_tokens=False``, since the
-template already writes any BOS it wants), and ``num_graph_tokens`` placeholder positions are
-put between them; ``graph_mask`` marks those positions and the model overwrites their embeddings
-with the graph tokens. A tokenizer whose encode adds a BOS the template does not write gets one
-BOS prepended — never two (G-Retriever omits it for some models and doubles it for others).
+at the sentinel (`qgmem.llm.template.split_prompt`, shared with the LLM reranker), both halves
+are tokenised separately (``add_special_tokens=False``, since the template already writes any BOS
+it wants), and ``num_graph_tokens`` placeholder positions are put between them; ``graph_mask``
+marks those positions and the model overwrites their embeddings with the graph tokens. A tokenizer
+whose encode adds a BOS the template does not write gets one BOS prepended — never two
+(G-Retriever omits it for some models and doubles it for others).
 
 Training batches (``mode="train"``): prompt + answer + EOS, right padded, ``labels`` = -100
 everywhere but the answer and EOS (``<|im_end|>`` for Qwen3, ``<|eot_id|>`` for Llama-3.1-Instruct:
@@ -30,11 +31,11 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from qgmem.answer import answer_messages
+from qgmem.llm.template import DEFAULT_TEMPLATE_KWARGS, encode_adds_bos, split_prompt
 
 GRAPH_SENTINEL = "\u27e6qgmem-graph\u27e7"  # never produced by a tokenizer or a user
 ANSWER_SENTINEL = "\u27e6qgmem-answer\u27e7"
 IGNORE_INDEX = -100
-DEFAULT_TEMPLATE_KWARGS: dict[str, Any] = {"enable_thinking": False}  # Qwen3 answers without a <think> block
 
 
 def end_of_turn_id(tokenizer: Any, template_kwargs: dict[str, Any] | None = None) -> int | None:
@@ -90,9 +91,7 @@ class GraphTokenCollator:
             raise ValueError("tokenizer has neither a pad nor an eos token")
         if mode == "train" and tokenizer.eos_token_id is None:
             raise ValueError("tokenizer has no eos token; training labels end with EOS")
-        bos = tokenizer.bos_token_id
-        probe = tokenizer("a", add_special_tokens=True)["input_ids"]
-        self.encode_adds_bos = bos is not None and len(probe) > 0 and probe[0] == bos
+        self.encode_adds_bos = encode_adds_bos(tokenizer)
         self.stats = CollatorStats()
 
     def for_generation(self) -> GraphTokenCollator:
@@ -105,16 +104,8 @@ class GraphTokenCollator:
     # -- one example ------------------------------------------------------------------------
     def _render(self, question: str, memory_text: str) -> tuple[list[int], list[int]]:
         msgs = answer_messages(question, GRAPH_SENTINEL + "\n" + memory_text, system=self.system)
-        text = self.tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
-                                            **self.template_kwargs)
-        if text.count(GRAPH_SENTINEL) != 1:
-            raise ValueError("chat template dropped or repeated the graph sentinel; cannot place graph tokens")
-        pre, post = text.split(GRAPH_SENTINEL)
-        pre_ids = self.tok(pre, add_special_tokens=False)["input_ids"]
-        post_ids = self.tok(post, add_special_tokens=False)["input_ids"]
-        if self.encode_adds_bos and (not pre_ids or pre_ids[0] != self.tok.bos_token_id):
-            pre_ids = [self.tok.bos_token_id] + pre_ids
-        return pre_ids, post_ids
+        return split_prompt(self.tok, msgs, GRAPH_SENTINEL, template_kwargs=self.template_kwargs,
+                            add_bos=self.encode_adds_bos)  # ValueError when the template drops the sentinel
 
     def _answer_ids(self, answer: str) -> list[int]:
         text = self.answer_template.format(answer=answer.strip())

@@ -2,8 +2,11 @@
 
 - `CrossEncoderReranker`: a sentence-transformers CrossEncoder (e.g. one trained by
   `qgmem train-reranker`).
-- `CausalYesNoReranker`: the Qwen3-Reranker format with any local causal LM; the score is
+- `CausalYesNoReranker`: the Qwen3-Reranker question with any local causal LM; the score is
   P("yes") from the next-token logits of "yes" and "no" (Qwen3-Reranker-8B on GPU; SmolLM2 in tests).
+  The prompt is the model's own chat template (system = `SYSTEM`, user = `qwen3_pair`, then the
+  assistant generation prompt; ``enable_thinking=False`` by default, so Qwen3 templates write the
+  empty think block the Qwen3-Reranker format has), so Llama-3-style models get their own headers.
 - `ChatYesNoReranker`: the same question through any ChatBackend (HTTP servers give no logits):
   a "yes" reply scores 1, "no" 0; failed or unreadable replies score 0.5 and are counted.
 - `NoReranker`: keeps the fusion order.
@@ -12,10 +15,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 
 from qgmem.llm.base import ChatBackend, ChatRequest, LLMError
+from qgmem.llm.template import DEFAULT_TEMPLATE_KWARGS, encode_adds_bos, render_prompt, split_prompt
 
 from .config import RerankConfig
 
@@ -23,8 +28,16 @@ SYSTEM = ('Judge whether the Document meets the requirements based on the Query 
           'Note that the answer can only be "yes" or "no".')
 
 
+USER_SENTINEL = "\u27e6qgmem-rerank-user\u27e7"  # stands for the user message when the template is split
+
+
 def qwen3_pair(instruction: str, query: str, doc: str) -> str:
     return f"<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
+
+
+def yes_no_messages(user: str) -> list[dict[str, Any]]:
+    """The yes/no relevance question as chat messages (one place for the local and the chat reranker)."""
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
 class Reranker(ABC):
@@ -60,13 +73,51 @@ class CrossEncoderReranker(Reranker):
         return [float(x) for x in np.asarray(s).reshape(-1)]
 
 
+class YesNoPrompt:
+    """Token ids of the reranker prompt for one (query, document) pair.
+
+    The chat template is rendered once with `USER_SENTINEL` as the user message and split there, so
+    each pair tokenises only its own user text, which is cut at the end (the document's end) to fit
+    ``max_length`` between the fixed prefix and the fixed suffix: the generation prompt, where the
+    yes/no logits are read, is never cut.
+    """
+
+    def __init__(self, tokenizer: Any, instruction: str, max_length: int = 512,
+                 template_kwargs: dict[str, Any] | None = None, model: str = ""):
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError(f"reranker model {model or tokenizer.name_or_path!r} has no chat template; the LLM "
+                             "reranker builds its prompt with it (use an instruct/chat model or set "
+                             "tokenizer.chat_template)")
+        self.tok = tokenizer
+        self.instruction = instruction
+        self.max_length = max_length
+        self.template_kwargs = {**DEFAULT_TEMPLATE_KWARGS, **(template_kwargs or {})}
+        self.prefix, self.suffix = split_prompt(tokenizer, yes_no_messages(USER_SENTINEL), USER_SENTINEL,
+                                                template_kwargs=self.template_kwargs,
+                                                add_bos=encode_adds_bos(tokenizer))
+        # Llama-3 templates `trim` message content: do the same here, so the prompt is what the
+        # template would render for the whole pair
+        padded = f" {USER_SENTINEL} "
+        self.trims = padded not in render_prompt(tokenizer, yes_no_messages(padded), self.template_kwargs)
+
+    def user_text(self, query: str, doc: str) -> str:
+        text = qwen3_pair(self.instruction, query, doc)
+        return text.strip() if self.trims else text
+
+    def encode(self, query: str, doc: str) -> list[int]:
+        body = self.tok(self.user_text(query, doc), add_special_tokens=False)["input_ids"]
+        room = max(8, self.max_length - len(self.prefix) - len(self.suffix))
+        return self.prefix + body[:room] + self.suffix  # the document end is cut, never the answer slot
+
+
 class CausalYesNoReranker(Reranker):
-    """Qwen3-Reranker prompt on a local causal LM; left-padded batches, last-position logits."""
+    """Yes/no question in the model's chat template on a local causal LM; left-padded batches,
+    last-position logits."""
 
     name = "llm"
 
     def __init__(self, model: str, instruction: str, max_length: int = 512, batch_size: int = 8,
-                 device: str | None = None):
+                 device: str | None = None, template_kwargs: dict[str, Any] | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -76,6 +127,8 @@ class CausalYesNoReranker(Reranker):
         self.tok = AutoTokenizer.from_pretrained(path, padding_side="left")
         if self.tok.pad_token is None:
             self.tok.pad_token = self.tok.eos_token
+        # before the weights: a model without a template fails fast
+        self.prompt = YesNoPrompt(self.tok, instruction, max_length, template_kwargs, model=model)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
         self.lm = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype).to(self.device).eval()
@@ -84,8 +137,6 @@ class CausalYesNoReranker(Reranker):
         self.instruction = instruction
         self.max_length = max_length
         self.batch_size = batch_size
-        self.prefix = f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n"
-        self.suffix = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 
     def _token_id(self, word: str) -> int:
         tid = self.tok.convert_tokens_to_ids(word)
@@ -94,11 +145,7 @@ class CausalYesNoReranker(Reranker):
         return int(tid)
 
     def _encode(self, query: str, doc: str) -> list[int]:
-        pre = self.tok.encode(self.prefix, add_special_tokens=False)
-        suf = self.tok.encode(self.suffix, add_special_tokens=False)
-        body = self.tok.encode(qwen3_pair(self.instruction, query, doc), add_special_tokens=False)
-        room = max(8, self.max_length - len(pre) - len(suf))
-        return pre + body[:room] + suf  # the document end is cut, never the answer slot
+        return self.prompt.encode(query, doc)
 
     def score(self, query: str, docs: list[str]) -> list[float]:
         import torch
@@ -123,8 +170,7 @@ class ChatYesNoReranker(Reranker):
         self.failures = 0
 
     def score(self, query: str, docs: list[str]) -> list[float]:
-        reqs = [ChatRequest(messages=[{"role": "system", "content": SYSTEM},
-                                      {"role": "user", "content": qwen3_pair(self.instruction, query, d)}],
+        reqs = [ChatRequest(messages=yes_no_messages(qwen3_pair(self.instruction, query, d)),
                             temperature=0.0, max_tokens=3) for d in docs]
         out: list[float] = []
         for r in self.backend.complete_many(reqs, phase="retrieval"):
