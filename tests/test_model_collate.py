@@ -83,6 +83,21 @@ def test_long_memory_is_truncated_to_max_length_and_counted() -> None:
         GraphTokenCollator(tok, 2, 20).encode(example(0, 1))
 
 
+def test_fits_tells_which_examples_can_be_scored_at_all() -> None:
+    """Memory text is cut to fit; the question and answer are not, so `fits` (used by the trainer to leave
+    such examples out, counted) is exactly "encode does not raise"."""
+    tok = make_tokenizer("qwen")
+    short, long_answer = example(0, 2), example(1, 2, answer=" ".join(["red"] * 150))
+    long_answer.memory_text = " ".join(["red blue green"] * 200)
+    col = GraphTokenCollator(tok, 2, 160)
+    assert col.fits(short) and not col.fits(long_answer)
+    col.encode(short)
+    with pytest.raises(ValueError, match="max_length=160"):
+        col.encode(long_answer)
+    assert col.for_generation().fits(long_answer)  # a prompt without the answer fits
+    assert GraphTokenCollator(tok, 2, 1000).fits(long_answer)
+
+
 def test_bad_input_errors_name_the_example() -> None:
     tok = make_tokenizer("qwen")
     with pytest.raises(ValueError, match="'ex0'.*answer"):

@@ -111,6 +111,13 @@ class GraphTokenCollator:
         text = self.answer_template.format(answer=answer.strip())
         return self.tok(text, add_special_tokens=False)["input_ids"] + [self.tok.eos_token_id]
 
+    def fits(self, ex: GraphExample) -> bool:
+        """Whether `ex` fits ``max_length`` once its memory text is cut away entirely (the question and,
+        in train mode, the answer are never cut): an example that does not cannot be scored at all."""
+        pre, post = self._render(ex.question, "...")
+        ans = self._answer_ids(ex.answer) if self.mode == "train" and ex.answer is not None else []
+        return len(pre) + self.num_graph_tokens + len(post) + len(ans) <= self.max_length
+
     def encode(self, ex: GraphExample) -> dict[str, Any]:
         """Token ids, graph-position mask and labels of one example (unpadded)."""
         if not isinstance(ex.graph, Data):

@@ -26,6 +26,16 @@ class ExampleDataset:
     def examples(self) -> list[GraphExample]:
         return [self[i] for i in range(len(self))]
 
+    def fitting(self, fits: Any) -> tuple[ExampleDataset, list[str]]:
+        """This split without the examples `fits` rejects, and the ids of those (counted in the report)."""
+        keep, dropped = [], []
+        for i in range(len(self)):
+            (keep if fits(self[i]) else dropped).append(i)
+        if not dropped:
+            return self, []
+        out = ExampleDataset(self.ds.select(keep), self.node_dim, self.edge_dim)
+        return out, [str(self.ds[i]["id"]) for i in dropped]
+
     def golds(self) -> list[list[str]]:
         """Every gold answer of each example (token F1 takes the max over them)."""
         return [list(self.ds[i]["answers"]) for i in range(len(self.ds))]

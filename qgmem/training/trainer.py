@@ -72,6 +72,7 @@ class Run:
     total_steps: int
     params: dict[str, int]
     state: dict[str, Any] = field(default_factory=dict)
+    too_long: dict[str, list[str]] = field(default_factory=dict)  # split -> ids left out (see `setup`)
 
     @property
     def out(self) -> Path:
@@ -130,6 +131,14 @@ def setup(cfg: TrainConfig) -> Run:
         f"({100 * params['trainable'] / max(1, sum(params.values())):.3f}% trainable)")
     collate = [GraphTokenCollator(model.tokenizer, cfg.encoder.num_graph_tokens, cfg.data.max_length,
                                   system=cfg.data.system) for _ in range(2)]
+    # an example whose question + answer alone exceed max_length cannot be scored: left out, counted, reported
+    too_long: dict[str, list[str]] = {}
+    train_ds, too_long["train"] = train_ds.fitting(collate[0].fits)
+    val_ds, too_long["val"] = val_ds.fitting(collate[1].fits)
+    test_ds, too_long["test"] = test_ds.fitting(collate[1].fits)
+    if any(too_long.values()):
+        log("left out (question + answer longer than data.max_length without any memory text): "
+            + ", ".join(f"{k} {len(v)}" for k, v in too_long.items()))
     optimizer = torch.optim.AdamW(model.trainable_parameters(), lr=o.lr, weight_decay=o.weight_decay,
                                   betas=tuple(o.betas))
     micro_per_epoch = math.ceil(len(train_ds) / (o.batch_size * accelerator.num_processes))
@@ -149,7 +158,7 @@ def setup(cfg: TrainConfig) -> Run:
     run = Run(cfg, accelerator, model, optimizer, scheduler, collate[0], collate[1], train_ds, loader, sampler,
               val_ds.examples(), val_ds.golds(), test_ds, meta, total_steps, params,
               state={"step": 0, "epoch": 0, "micro_in_epoch": 0, "best": None, "history": [],
-                     "train_seconds": 0.0, "resumed_from": []})
+                     "train_seconds": 0.0, "resumed_from": []}, too_long=too_long)
     last = ckpt.find_last(run.out) if cfg.resume else None
     if last is not None:
         run.state = ckpt.load_last(accelerator, model, last)
@@ -324,6 +333,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         "parameters": run.params, "steps": state["step"], "train_seconds": round(state["train_seconds"], 1),
         "resumed_from": state["resumed_from"], "best": state["best"], "history": state["history"],
         "collator": {"truncated_train": run.collator.stats.truncated, "examples_train": run.collator.stats.examples},
+        "left_out_too_long": run.too_long,
         "f1_definition": F1_DEFINITION,
         # how each split's memory was chosen (qgmem/training/sessions.py); "oracle" when the answer key chose it
         "memory": run.meta.get("memory"), "oracle": bool(run.meta.get("oracle")),

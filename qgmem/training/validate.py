@@ -157,6 +157,10 @@ def report_table(report: dict[str, Any]) -> str:
     lines = [f"steps {report['steps']} | train {report['train_seconds']} s | trainable params "
              f"{report['parameters']['trainable']:,} | frozen {report['parameters']['frozen']:,}"
              + (f" | resumed at steps {report['resumed_from']}" if report.get("resumed_from") else "")]
+    left_out = {k: len(v) for k, v in (report.get("left_out_too_long") or {}).items() if v}
+    if left_out:
+        lines.append("left out (question + answer longer than max_length without memory text): "
+                     + ", ".join(f"{k} {n}" for k, n in left_out.items()))
     if report.get("best"):
         lines.append(f"best validation: {fmt(report['best'])} (step {report['best']['step']})")
     t = report.get("test")
