@@ -12,6 +12,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("qgmem.data.cli", "benchmark data: stats, download, check"),
     "build": ("qgmem.construct.cli", "build QGMem memories (atomic units + traces) into a store"),
+    "merge-stores": ("qgmem.construct.merge_stores", "join the stores of sharded builds (`build --shard I/N`) into one"),
     "forget": ("qgmem.construct.forget", "forget a namespace, a session or turns, and all that was derived from them"),
     "evaluate": ("qgmem.evaluation.cli", "evaluate a method on a benchmark (same as evaluate.py)"),
     "prepare": ("qgmem.training.prepare", "turn a data set into cached graph-token training examples"),
