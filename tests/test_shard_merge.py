@@ -254,6 +254,14 @@ def test_sharded_retrieval_runs_merged_equal_the_unsharded_run(tmp_path, convs, 
     capsys.readouterr()
     assert main(["merge-runs", "--into", str(root / "merged"), *map(str, shards[:2])]) == 2
     assert "shard(s) [2] of 3 missing" in capsys.readouterr().err and not (root / "merged").exists()
+    assert main(["merge-runs", "--into", str(root / "merged"), *map(str, shards), str(shards[0])]) == 2
+    assert "shard 0/3 given twice" in capsys.readouterr().err
+    unfinished = root / "unfinished.shard-2-of-3"
+    shutil.copytree(shards[2], unfinished)
+    meta = json.loads((unfinished / "meta.json").read_text())
+    (unfinished / "meta.json").write_text(json.dumps({**meta, "status": "interrupted"}))
+    assert main(["merge-runs", "--into", str(root / "merged"), *map(str, shards[:2]), str(unfinished)]) == 2
+    assert "shard 2/3 is 'interrupted', not finished" in capsys.readouterr().err
     assert main(["merge-runs", "--into", str(root / "merged"), *map(str, shards)]) == 0
     merged = json.loads((root / "merged" / "summary.json").read_text())
     assert merged["run"] == "merged" and merged["shard"] is None

@@ -17,6 +17,7 @@ written beside its target and renamed into place, so it is never seen half-writt
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import time
 from pathlib import Path
@@ -54,7 +55,7 @@ def _shard_run(run_dir: Path) -> tuple[RetrievalBenchConfig, Shard, dict[str, An
     if status != "finished" or not (run_dir / "summary.json").is_file():
         raise MergeRunsError(f"{run_dir}: shard {cfg.shard} is {status!r}, not finished; rerun its evaluate.py "
                              "command (it resumes) and merge again")
-    return cfg, parse_shard(cfg.shard, f"{run_dir / CONFIG}: shard"), yaml.safe_load((run_dir / "summary.json").read_text())
+    return cfg, parse_shard(cfg.shard, f"{run_dir / CONFIG}: shard"), json.loads((run_dir / "summary.json").read_text())
 
 
 def _check_shards(runs: list[tuple[Path, RetrievalBenchConfig, Shard]]) -> None:

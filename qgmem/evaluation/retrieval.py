@@ -8,7 +8,8 @@ category and overall (definitions in `qgmem.evaluation.retrieval_metrics`). Long
 official recall_any/recall_all@5/@10 and nDCG@5/@10 on sessions and turns. Run folder, subset,
 resume rule and question key are the QA harness's (`qgmem.evaluation.runs`): rows go to
 `retrieval.jsonl` as they are produced, so a killed run resumes where it stopped. Questions without
-gold evidence are counted, not scored; so are gold ids that name no turn.
+gold evidence are counted, not scored; so are gold ids that name no turn. `shard: I/N` scores one
+shard of the conversations (`qgmem.sharding`); `qgmem merge-runs` joins the shard runs.
 """
 
 from __future__ import annotations
