@@ -12,8 +12,10 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("qgmem.data.cli", "benchmark data: stats, download, check"),
     "build": ("qgmem.construct.cli", "build QGMem memories (atomic units + traces) into a store"),
+    "merge-stores": ("qgmem.construct.merge_stores", "join the stores of sharded builds (`build --shard I/N`) into one"),
     "forget": ("qgmem.construct.forget", "forget a namespace, a session or turns, and all that was derived from them"),
     "evaluate": ("qgmem.evaluation.cli", "evaluate a method on a benchmark (same as evaluate.py)"),
+    "merge-runs": ("qgmem.evaluation.merge_runs", "join the shard runs of a retrieval evaluation (`evaluate.py --shard I/N`)"),
     "prepare": ("qgmem.training.prepare", "turn a data set into cached graph-token training examples"),
     "train": ("qgmem.training.trainer", "train the graph encoder + projector (same as train.py)"),
     "train-reranker": ("qgmem.training.reranker", "fine-tune a MiniLM cross-encoder reranker"),

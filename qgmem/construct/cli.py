@@ -6,6 +6,9 @@ units, traces, failed windows, LLM calls, tokens, seconds), also written to `<st
 
 Exit codes: 0 = every memory complete; 1 = some windows failed (the failure table is printed and the
 memory stays incomplete until a rerun succeeds); 2 = bad input, config or store (one line, no traceback).
+
+`--shard I/N` builds only the conversations of shard I of N (`qgmem.sharding`: a hash of the
+conversation id) into ``<store>.shard-<I>-of-<N>``; `qgmem merge-stores` joins the shard stores.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from qgmem.config import ConfigError, apply_overrides, from_dict, read_yaml, to_
 from qgmem.construct.build import BuildConfig, BuildReport, build_memory, conversation_windows
 from qgmem.data.errors import DataError
 from qgmem.io import atomic_write_json
+from qgmem.sharding import Shard, parse_shard, sharded_name
 from qgmem.types import Conversation
 
 
@@ -38,6 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", default=None)
     p.add_argument("--set", dest="overrides", nargs="*", default=[], metavar="KEY=VALUE",
                    help="config overrides, e.g. traces.update_threshold=0.4 llm.max_concurrency=16")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="build only shard I of N (0-based; a conversation's shard is a hash of its id) into "
+                        "<store>.shard-I-of-N; join the shards with `qgmem merge-stores`")
     p.add_argument("--rebuild", action="store_true", help="delete the selected namespaces first")
     p.add_argument("--no-progress", action="store_true")
 
@@ -71,7 +78,7 @@ def make_config(args: argparse.Namespace) -> BuildConfig:
         raise ConfigError(f"{where}: {e}") from None
 
 
-def load_conversations(args: argparse.Namespace) -> list[Conversation]:
+def load_conversations(args: argparse.Namespace, shard: Shard | None = None) -> list[Conversation]:
     from qgmem.data.registry import load_conversations_json, load_dataset_by_name, select_conversations
 
     try:
@@ -80,6 +87,8 @@ def load_conversations(args: argparse.Namespace) -> list[Conversation]:
         else:
             convs = load_dataset_by_name(args.dataset, data_dir=args.data_dir, download=False)
         convs = select_conversations(convs, args.conversations)
+        if shard is not None:
+            convs = [c for c in convs if shard.holds(c.id)]
     except DataError:
         raise
     except ValueError as e:  # an unknown id
@@ -91,8 +100,10 @@ def load_conversations(args: argparse.Namespace) -> list[Conversation]:
 
 
 def run(args: argparse.Namespace) -> int:
+    shard = parse_shard(args.shard) if args.shard is not None else None  # checked before anything is read
     cfg = make_config(args)
-    convs = load_conversations(args)
+    convs = load_conversations(args, shard)
+    args.store, args.shard = sharded_name(args.store, shard), (str(shard) if shard else None)
     return _build(args, cfg, convs)
 
 
@@ -123,7 +134,7 @@ def _build(args: argparse.Namespace, cfg: BuildConfig, convs: list[Conversation]
                          progress=bar.update)
     wall = time.perf_counter() - t0
     out = {"command": "qgmem build " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["build"] else " ".join(sys.argv),
-           "dataset": args.input or args.dataset, "conversations": [c.id for c in convs],
+           "dataset": args.input or args.dataset, "shard": args.shard, "conversations": [c.id for c in convs],
            "wall_seconds": round(wall, 2), "config": to_dict(cfg), **report.as_dict()}
     atomic_write_json(Path(args.store) / "build_report.json", out)
     print(report.table())

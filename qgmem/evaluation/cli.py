@@ -3,6 +3,9 @@
 A config with ``task: retrieval`` is handed to the retrieval harness
 (`qgmem.evaluation.retrieval`); everything else is a question-answering evaluation. Both write
 ``<output_dir>/<benchmark>/<run>/`` and resume by the same rule (`qgmem.evaluation.runs`).
+
+`--shard I/N` (retrieval runs): score only the conversations of shard I of N (`qgmem.sharding`) into
+the run ``<run_name>.shard-I-of-N``; `qgmem merge-runs` joins the shard runs into one run.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 
 
 from qgmem.config import ConfigError, apply_overrides, load_config, read_yaml
+from qgmem.sharding import ShardError, parse_shard
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="continue the latest unfinished run of this benchmark whose settings match (finished questions are skipped)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--shard", default=None, metavar="I/N",
+                        help="retrieval runs: score only shard I of N of the conversations (0-based; a hash of the id) "
+                             "into run <run_name>.shard-I-of-N, reading store <store_dir>.shard-I-of-N; needs "
+                             "run_name=NAME; join the shards with `qgmem merge-runs`")
 
 
 def task_of(config: str, overrides: list[str]) -> str:
@@ -34,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
     """Config errors (before anything runs) and data errors (while it runs) are user errors: one line,
     exit code 2 (the entry point reports them); a run folder already opened is marked failed."""
     overrides = list(args.overrides or [])
+    shard = parse_shard(args.shard) if args.shard is not None else None
     task = task_of(args.config, overrides)
+    if shard is not None:
+        if task != "retrieval":
+            raise ShardError(f"--shard {args.shard}: only retrieval runs (task: retrieval) are sharded")
+        overrides.append(f"shard={shard}")
     if task == "retrieval":
         from qgmem.evaluation.retrieval import load_retrieval_config
         from qgmem.evaluation.retrieval import main as retrieval_main

@@ -14,6 +14,7 @@ from qgmem import methods as registry
 from qgmem.config import ConfigError
 from qgmem.llm.config import LLMConfig
 from qgmem.retrieve.config import RetrievalConfig
+from qgmem.sharding import parse_shard
 
 BENCHMARKS = ("locomo", "longmemeval-s", "longmemeval-oracle", "beam-128k", "beam-500k",
               "factconsolidation-sh", "factconsolidation-mh", "convomem")
@@ -132,9 +133,12 @@ class RetrievalBenchConfig:
     output_dir: str = "results"
     run_name: str | None = None  # resume (or name) this run
     store_dir: str | None = None  # persistent memory store root; None = one inside the run folder
+    # "I/N": score only the conversations of shard I of N (qgmem.sharding), into run <run_name>.shard-I-of-N
+    # with the store <store_dir>.shard-I-of-N (what `qgmem build --shard I/N` wrote); `qgmem merge-runs` joins them
+    shard: str | None = None
 
     RESUME_KEYS: ClassVar[tuple[str, ...]] = ("task", "benchmark", "data_dir", "data_options", "subset", "methods",
-                                               "method_options", "k", "token_budget", "retrieval")
+                                               "method_options", "k", "token_budget", "retrieval", "shard")
 
     def __post_init__(self) -> None:
         if self.task != "retrieval":
@@ -144,6 +148,8 @@ class RetrievalBenchConfig:
         registry.check_methods(self.methods, self.method_options, "retrieval")
         if self.k < 1:
             raise ValueError(f"RetrievalBenchConfig.k must be >= 1, got {self.k}")
+        if self.shard is not None:
+            parse_shard(str(self.shard), "RetrievalBenchConfig.shard")
 
 
 # keys of the retrieval config before the harnesses shared one layout -> where they went

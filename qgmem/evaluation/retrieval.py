@@ -8,7 +8,8 @@ category and overall (definitions in `qgmem.evaluation.retrieval_metrics`). Long
 official recall_any/recall_all@5/@10 and nDCG@5/@10 on sessions and turns. Run folder, subset,
 resume rule and question key are the QA harness's (`qgmem.evaluation.runs`): rows go to
 `retrieval.jsonl` as they are produced, so a killed run resumes where it stopped. Questions without
-gold evidence are counted, not scored; so are gold ids that name no turn.
+gold evidence are counted, not scored; so are gold ids that name no turn. `shard: I/N` scores one
+shard of the conversations (`qgmem.sharding`); `qgmem merge-runs` joins the shard runs.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from qgmem.evaluation.runs import RETRIEVAL_ROWS, failure_recorded, finish_run, 
 from qgmem.evaluation.subset import load_benchmark, select
 from qgmem.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from qgmem.methods import MethodContext, make_methods
+from qgmem.sharding import Shard, parse_shard, sharded_name
 from qgmem.types import Conversation, MemoryMethod, Question
 
-__all__ = ["RetrievalBenchConfig", "load_retrieval_config", "make_run_methods", "run_benchmark", "main"]
+__all__ = ["RetrievalBenchConfig", "load_retrieval_config", "make_run_methods", "run_benchmark", "write_summary", "main"]
 
 
 def load_retrieval_config(path: str | Path, overrides: list[str] | None = None) -> RetrievalBenchConfig:
@@ -117,17 +119,26 @@ def _score_conversation(name: str, m: MemoryMethod, conv: Conversation, todo: li
 def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] | None = None,
                   resume: bool = False) -> dict[str, Any]:
     """Run every method on the selected questions; returns the summary (also written to the run folder)."""
+    shard = parse_shard(cfg.shard, "shard") if cfg.shard else None
+    if shard is not None:  # run <run_name>.shard-I-of-N: named, so that the shards can be found and merged
+        if not cfg.run_name:
+            raise ConfigError(f"shard {cfg.shard}: needs run_name=NAME (the shard's run is NAME{shard.suffix}; "
+                              "`qgmem merge-runs` joins NAME.shard-*)")
+        cfg.run_name = sharded_name(cfg.run_name, shard)
     run_dir, _ = open_run(cfg, resume=resume)
     with failure_recorded(run_dir):
-        return _run(cfg, run_dir, conversations)
+        return _run(cfg, run_dir, conversations, shard)
 
 
-def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversation] | None) -> dict[str, Any]:
+def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversation] | None,
+         shard: Shard | None) -> dict[str, Any]:
     from qgmem.store import MemoryStore
 
-    lme = cfg.benchmark.lower().startswith("longmemeval")
+    lme = _is_longmemeval(cfg)
     selection = select(conversations if conversations is not None else load_benchmark(cfg), cfg.subset)
-    store = MemoryStore(cfg.store_dir or run_dir / "store")
+    if shard is not None:  # after the subset, so that the shards together score the unsharded run's questions
+        selection = [(c, qs) for c, qs in selection if shard.holds(c.id)]
+    store = MemoryStore(sharded_name(cfg.store_dir, shard) if cfg.store_dir else run_dir / "store")
     methods = make_run_methods(cfg, store)
     runner = {name: next(n for n, o in methods.items() if o is m) for name, m in methods.items()}  # first name of each object
     path = run_dir / RETRIEVAL_ROWS
@@ -146,10 +157,22 @@ def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversat
                 new = _score_conversation(name, m, conv, todo, cfg, lme)
                 append_jsonl(path, new)
                 rows[name].extend(new)
-    summary = _summarise(cfg, rows, runner, len(selection), unmatched, lme)
-    atomic_write_json(run_dir / "summary.json", summary)
-    atomic_write_text(run_dir / "results.md", _markdown(cfg, summary, lme))
+    summary = write_summary(cfg, run_dir, rows, runner, len(selection), unmatched)
     finish_run(run_dir)
+    return summary
+
+
+def _is_longmemeval(cfg: RetrievalBenchConfig) -> bool:
+    return cfg.benchmark.lower().startswith("longmemeval")
+
+
+def write_summary(cfg: RetrievalBenchConfig, run_dir: Path, rows: dict[str, list[dict[str, Any]]],
+                  runner: dict[str, str], n_convs: int, unmatched: int) -> dict[str, Any]:
+    """`summary.json` and `results.md` of a run from its rows (method that ran -> rows); `runner` maps
+    each method name to the one that ran for it. Shared by a run and the merge of shard runs."""
+    summary = _summarise(cfg, rows, runner, n_convs, unmatched, _is_longmemeval(cfg))
+    atomic_write_json(run_dir / "summary.json", summary)
+    atomic_write_text(run_dir / "results.md", _markdown(cfg, summary, _is_longmemeval(cfg)))
     return summary
 
 
@@ -175,7 +198,8 @@ def _summarise(cfg: RetrievalBenchConfig, rows: dict[str, list[dict[str, Any]]],
         add(f"category {cat}", lambda r, c=cat: r["category"] == c)
     return {"task": "retrieval", "benchmark": cfg.benchmark, "run": cfg.run_name, "methods": list(cfg.methods),
             "k": cfg.k, "token_budget": cfg.token_budget, "token_count": TOKEN_DEFINITION,
-            "conversations": n_convs, "unmatched_gold_ids": unmatched, "groups": groups}
+            "conversations": n_convs, "unmatched_gold_ids": unmatched, "shard": cfg.shard,
+            "same_as": {name: first for name, first in runner.items() if first != name}, "groups": groups}
 
 
 def _markdown(cfg: RetrievalBenchConfig, summary: dict[str, Any], lme: bool) -> str:
@@ -186,6 +210,8 @@ def _markdown(cfg: RetrievalBenchConfig, summary: dict[str, Any], lme: bool) -> 
           f"{summary['conversations']} conversations; questions without gold "
           f"evidence are not scored (column n counts scored questions); unmatched gold ids: "
           f"{summary['unmatched_gold_ids']}.\n")
+    if cfg.shard:
+        md += f"\n**Shard {cfg.shard} only** (its conversations; `qgmem merge-runs` joins the shards).\n"
     if cfg.retrieval.allow_partial:
         md += ("\n**allow_partial: memories whose build left windows unextracted were scored as they are** "
                "(see each store's build failures).\n")

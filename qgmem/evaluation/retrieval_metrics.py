@@ -167,7 +167,9 @@ def ndcg_official(ranked: Sequence[str], gold: Sequence[str], k: int, corpus: Se
 
 
 def mean(xs: Sequence[float]) -> float:
-    return float(sum(xs) / len(xs)) if xs else float("nan")
+    """Exactly rounded (fsum), so a mean does not depend on the order of its terms: the merged rows of
+    a sharded run give the very numbers of the unsharded run."""
+    return float(math.fsum(xs) / len(xs)) if xs else float("nan")
 
 
 def percentile(xs: Sequence[float], q: float) -> float:
