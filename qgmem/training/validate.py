@@ -27,77 +27,63 @@ def _to_device(batch: dict[str, Any], device: Any) -> dict[str, Any]:
     return {k: (v.to(device) if hasattr(v, "to") else v) for k, v in batch.items()}
 
 
-def eval_loss(model: Any, examples: list[Any], collator: Any, accelerator: Any, batch_size: int) -> dict[str, float]:
-    """Answer loss = mean NLL per answer token over `examples` (all processes; summed, then divided)."""
+def _per_example(model: Any, accelerator: Any, n: int, batch_size: int, score: Any) -> list[Any]:
+    """``score(m, indices)`` -> one record per index, over the examples ``0..n-1`` split across processes,
+    in eval mode without gradients; the records of every process, in example order."""
     import torch
+    from accelerate.utils import gather_object
 
     m = accelerator.unwrap_model(model)
     was = m.training
     m.eval()
-    shard = examples[accelerator.process_index::accelerator.num_processes]
-    tot = torch.zeros(2, dtype=torch.float64, device=accelerator.device)
+    idx = list(range(n))[accelerator.process_index::accelerator.num_processes]
+    local: list[tuple[int, Any]] = []
     with torch.no_grad():
-        for i in range(0, len(shard), batch_size):
-            batch = _to_device(collator(shard[i:i + batch_size]), accelerator.device)
-            with accelerator.autocast():
-                out = m(batch)
-            tot[0] += float(out.loss_sum)
-            tot[1] += int(out.num_tokens)
-    tot = accelerator.reduce(tot, reduction="sum")
+        for i in range(0, len(idx), batch_size):
+            part = idx[i:i + batch_size]
+            local += list(zip(part, score(m, part)))
+    allr = sorted(gather_object(local) if accelerator.num_processes > 1 else local, key=lambda r: r[0])
     m.train(was)
-    return {"loss": float(tot[0] / tot[1]) if tot[1] > 0 else float("nan"), "tokens": int(tot[1])}
+    return [r for _, r in allr]
 
 
 def example_losses(model: Any, examples: list[Any], collator: Any, accelerator: Any, batch_size: int
                    ) -> list[tuple[float, int]]:
     """(answer NLL summed, answer tokens) of every example, in the order given (all processes)."""
-    import torch
-    from accelerate.utils import gather_object
 
-    m = accelerator.unwrap_model(model)
-    was = m.training
-    m.eval()
-    idx = list(range(len(examples)))[accelerator.process_index::accelerator.num_processes]
-    local: list[tuple[int, float, int]] = []
-    with torch.no_grad():
-        for i in range(0, len(idx), batch_size):
-            part = idx[i:i + batch_size]
-            batch = _to_device(collator([examples[j] for j in part]), accelerator.device)
-            with accelerator.autocast():
-                out = m(batch)
-            local += [(j, float(ls), int(n)) for j, ls, n in zip(part, out.row_loss_sum, out.row_tokens)]
-    allr = sorted(gather_object(local) if accelerator.num_processes > 1 else local)
-    m.train(was)
-    return [(ls, n) for _, ls, n in allr]
+    def score(m: Any, part: list[int]) -> list[tuple[float, int]]:
+        batch = _to_device(collator([examples[j] for j in part]), accelerator.device)
+        with accelerator.autocast():
+            out = m(batch)
+        return [(float(ls), int(n)) for ls, n in zip(out.row_loss_sum, out.row_tokens)]
+
+    return _per_example(model, accelerator, len(examples), batch_size, score)
+
+
+def eval_loss(model: Any, examples: list[Any], collator: Any, accelerator: Any, batch_size: int) -> dict[str, float]:
+    """Answer loss = mean NLL per answer token over `examples` (all processes; summed, then divided)."""
+    losses = example_losses(model, examples, collator, accelerator, batch_size)
+    tokens = sum(n for _, n in losses)
+    return {"loss": sum(ls for ls, _ in losses) / tokens if tokens else float("nan"), "tokens": tokens}
 
 
 def eval_generate(model: Any, examples: list[Any], golds: list[list[str]], collator: Any, accelerator: Any,
                   batch_size: int, max_new_tokens: int) -> dict[str, Any]:
     """Greedy answers for `examples`; token F1 (SQuAD-style) against `golds`, over all processes."""
-    import torch
-    from accelerate.utils import gather_object
-
     from qgmem.answer import parse_answer
     from qgmem.evaluation.metrics import squad_f1
 
-    m = accelerator.unwrap_model(model)
-    was = m.training
-    m.eval()
     gen = collator.for_generation()
-    idx = list(range(len(examples)))[accelerator.process_index::accelerator.num_processes]
-    local: list[tuple[int, str, float]] = []
-    with torch.no_grad():
-        for i in range(0, len(idx), batch_size):
-            part = idx[i:i + batch_size]
-            batch = _to_device(gen([examples[j] for j in part]), accelerator.device)
-            texts = m.generate(batch, max_new_tokens=max_new_tokens)
-            for j, t in zip(part, texts):
-                local.append((j, t, squad_f1(parse_answer(t)[0], golds[j])))
-    allr = sorted(gather_object(local) if accelerator.num_processes > 1 else local)
-    m.train(was)
-    f1 = sum(r[2] for r in allr) / len(allr) if allr else float("nan")
-    return {"f1": f1, "n": len(allr), "samples": [{"i": r[0], "output": r[1], "f1": r[2]} for r in allr[:5]],
-            "per_example": [r[2] for r in allr]}
+
+    def score(m: Any, part: list[int]) -> list[tuple[str, float]]:
+        texts = m.generate(_to_device(gen([examples[j] for j in part]), accelerator.device),
+                           max_new_tokens=max_new_tokens)
+        return [(t, squad_f1(parse_answer(t)[0], golds[j])) for j, t in zip(part, texts)]
+
+    res = _per_example(model, accelerator, len(examples), batch_size, score)
+    f1 = sum(r[1] for r in res) / len(res) if res else float("nan")
+    return {"f1": f1, "n": len(res), "samples": [{"i": i, "output": t, "f1": f} for i, (t, f) in enumerate(res[:5])],
+            "per_example": [r[1] for r in res]}
 
 
 def condition_examples(examples: list[Any], seed: int) -> dict[str, tuple[bool, list[Any]]]:
