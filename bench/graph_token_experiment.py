@@ -29,6 +29,8 @@ DESIGNS: dict[str, list[str]] = {
     "mean_pool_scaled": ["encoder.token_scale=embedding"],
     "edge_tokens": ["encoder.pooling=edges", "encoder.num_graph_tokens=10"],
     "edge_tokens_scaled": ["encoder.pooling=edges", "encoder.num_graph_tokens=10", "encoder.token_scale=embedding"],
+    # half of the training examples without memory text: the token must carry the graph to lower their loss
+    "edge_tokens_text_dropout": ["encoder.pooling=edges", "encoder.num_graph_tokens=10", "data.text_dropout=0.5"],
 }
 
 

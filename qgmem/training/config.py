@@ -49,6 +49,8 @@ class DataConfig:
     prepare: str | None = None  # the prepare YAML that builds `dir` (configs/prepare/*.yaml)
     max_length: int = 1024  # tokens per example (memory text is cut to fit, the answer never)
     system: str | None = None  # system prompt of the answer prompt (None = qgmem.answer.DEFAULT_SYSTEM)
+    # probability that a training example is shown without its memory text (graph token only); 0 = never
+    text_dropout: float = 0.0
     max_train_examples: int | None = None
     max_val_examples: int | None = None
     max_test_examples: int | None = None
@@ -127,6 +129,8 @@ def validate_config(cfg: TrainConfig) -> None:
         raise ValueError("eval.metric=f1 needs eval.gen_examples > 0")
     if cfg.ddp_timeout_s <= 0:
         raise ValueError(f"ddp_timeout_s: expected a positive number of seconds, got {cfg.ddp_timeout_s}")
+    if not 0.0 <= cfg.data.text_dropout < 1.0:
+        raise ValueError(f"data.text_dropout: expected a probability in [0, 1), got {cfg.data.text_dropout}")
     if cfg.optim.grad_accum < 1 or cfg.optim.batch_size < 1:
         raise ValueError("optim.grad_accum and optim.batch_size must be >= 1")
 

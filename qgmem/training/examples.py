@@ -54,6 +54,24 @@ def shuffled_graphs(examples: list[GraphExample], seed: int) -> list[GraphExampl
     return [dataclasses.replace(ex, graph=examples[j].graph) for ex, j in zip(examples, perm)]
 
 
+class TextDropout:
+    """The training split where an example's memory text is removed with probability `p`, drawn per
+    (seed, epoch, index) so a resumed run sees the same draws: on those examples the graph token is the
+    only memory, which rewards an encoder that carries the question's graph instead of a fixed prompt."""
+
+    def __init__(self, ds: ExampleDataset, p: float, seed: int, sampler: EpochSampler):
+        self.ds, self.p, self.seed, self.sampler = ds, float(p), seed, sampler
+
+    def __len__(self) -> int:
+        return len(self.ds)
+
+    def __getitem__(self, i: int) -> GraphExample:
+        ex = self.ds[i]
+        if random.Random(f"{self.seed}:{self.sampler.epoch}:{int(i)}").random() < self.p:
+            ex = dataclasses.replace(ex, memory_text="")
+        return ex
+
+
 def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
     """The example order of an epoch: a function of (seed, epoch) only, so a resumed run sees the same."""
     idx = list(range(n))

@@ -38,7 +38,7 @@ from qgmem.config import dump_yaml, to_dict
 from qgmem.training import checkpoint as ckpt
 from qgmem.training.config import TrainConfig, load_train_config, validate_config
 from qgmem.training.model import build_model, count_parameters
-from qgmem.training.examples import EpochSampler, ExampleDataset
+from qgmem.training.examples import EpochSampler, ExampleDataset, TextDropout
 from qgmem.training.memory import estimate_only, preflight
 from qgmem.training.validate import F1_DEFINITION, eval_generate, eval_loss, fmt, report_table, test_report
 
@@ -149,7 +149,8 @@ def setup(cfg: TrainConfig) -> Run:
     sampler = EpochSampler(len(train_ds), o.seed)
     # own generator: iterating must not draw from the global RNG (a resumed run starts mid-epoch, so a
     # global draw would shift the dropout stream)
-    loader = accelerator.prepare_data_loader(DataLoader(train_ds, batch_size=o.batch_size, sampler=sampler,
+    train_data = TextDropout(train_ds, cfg.data.text_dropout, o.seed, sampler) if cfg.data.text_dropout else train_ds
+    loader = accelerator.prepare_data_loader(DataLoader(train_data, batch_size=o.batch_size, sampler=sampler,
                                                         collate_fn=collate[0],
                                                         generator=torch.Generator().manual_seed(o.seed)))
     ckpt.skip_frozen_weights(accelerator)
