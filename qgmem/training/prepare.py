@@ -43,7 +43,8 @@ from qgmem.types import Conversation, Question
 
 __all__ = ["PrepareConfig", "SPLITS", "assign_splits", "config_from_file", "cut_turns", "finalize_partial",
            "input_config", "kept_questions", "load_prepared", "prepare_dataset", "prepare_question",
-           "reduce_sessions", "save_prepared", "select_conversations", "session_choice", "memory_card"]
+           "reduce_sessions", "save_prepared", "select_conversations", "session_choice", "memory_card",
+           "memory_meta"]
 
 
 @dataclass
@@ -155,6 +156,13 @@ def memory_card(cfg: PrepareConfig) -> dict[str, str]:
              "recent": f"the last {cfg.max_sessions} sessions (no labels)",
              "evidence": f"oracle: evidence sessions + seeded distractors, {cfg.max_sessions} sessions"}
     return {s: words[session_choice(cfg, s)] for s in SPLITS}
+
+
+def memory_meta(cfg: PrepareConfig) -> dict[str, Any]:
+    """The meta keys that say how memories were chosen: ``memory`` (per split, in words) and ``oracle``
+    (the answer key chose the train memories)."""
+    oracle = cfg.max_sessions is not None and session_choice(cfg, "train") not in LABEL_FREE
+    return {"memory": memory_card(cfg), "oracle": oracle}
 
 
 def kept_questions(conv: Conversation, cfg: PrepareConfig) -> list[Question]:
@@ -276,7 +284,7 @@ def finalize_partial(cfg: PrepareConfig, out_dir: str | Path) -> dict[str, Any]:
     expected = cfg.max_conversations
     extra = {"conversations": {s: sorted(c for c, r in done.items() if r["split"] == s) for s in SPLITS},
              "partial": True, "conversations_done": len(done), "conversations_planned": expected,
-             "memory": memory_card(cfg), "oracle": session_choice(cfg, "train") not in LABEL_FREE}
+             **memory_meta(cfg)}
     return save_prepared(by_split, out, to_dict(cfg), node_dim, edge_dim, extra)
 
 
@@ -288,7 +296,7 @@ def _finalize(cfg: PrepareConfig, out: Path, selected: list[Conversation], split
             by_split[splits[conv.id]].append(r)
     node_dim, edge_dim = feature_dims(cfg.graph, _embed_dim(by_split, cfg))
     extra = {"conversations": {s: sorted(c for c, sp in splits.items() if sp == s) for s in SPLITS},
-             "memory": memory_card(cfg), "oracle": session_choice(cfg, "train") not in LABEL_FREE}
+             **memory_meta(cfg)}
     if cfg.answer_filter.enabled:
         extra["answer_filter"] = {**filter_counts(done), "split": "train", "model": cfg.answer_filter.llm.model}
     return save_prepared(by_split, out, to_dict(cfg), node_dim, edge_dim, extra)
