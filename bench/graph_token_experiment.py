@@ -9,7 +9,8 @@ design (``report.json``) is skipped, an unfinished one resumes from its ``last/`
 
     python bench/graph_token_experiment.py [--designs mean_pool edge_tokens ...] [key=value ...]
 
-Writes ``<out>/summary.json`` and ``<out>/summary.md`` (the table quoted in bench/RESULTS.md).
+Writes ``<out>/summary.json`` and ``<out>/summary.md`` (the tables quoted in bench/RESULTS.md): per design and
+condition, loss, F1 and intervals; per design, the norm of its graph tokens and their spread across questions.
 """
 
 from __future__ import annotations
@@ -54,6 +55,27 @@ def summary_table(reports: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def token_spread(checkpoint: Path, data_dir: Path) -> dict[str, float]:
+    """Norm of a design's graph tokens over the test graphs and their spread across questions (root-mean-square
+    distance from the mean token): a spread near 0 means the token is one fixed prompt for every question."""
+    import torch
+    from torch_geometric.data import Batch
+
+    from qgmem.model.graph_token_lm import GraphTokenLM
+    from qgmem.training.examples import ExampleDataset
+    from qgmem.training.prepared import load_prepared
+
+    meta, splits = load_prepared(data_dir)
+    test = ExampleDataset(splits["test"], meta["node_dim"], meta["edge_dim"])
+    model = GraphTokenLM.from_pretrained(checkpoint).eval()
+    with torch.no_grad():
+        tokens = model.graph_encoder(Batch.from_data_list([test[i].graph for i in range(len(test))]))
+    spread = float((tokens - tokens.mean(0, keepdim=True)).norm(dim=-1).pow(2).mean().sqrt())
+    norm = float(tokens.norm(dim=-1).mean())
+    return {"token_norm": norm, "spread": spread, "spread_over_norm": spread / norm,
+            "llm_embedding_norm": float(model.llm.get_input_embeddings().weight.norm(dim=-1).mean())}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
@@ -77,14 +99,19 @@ def main() -> int:
                  *DESIGNS[name], *args.overrides])
         reports[name] = json.loads(report.read_text())
     first = next(iter(reports.values()))
-    steps = ", ".join(f"{n} {r['steps']} ({r['train_seconds']:.0f} s)" for n, r in reports.items())
-    head = (f"test split: n = {first['test']['n']}; memory: {first.get('memory', {}).get('test', '?')}; "
-            f"optimizer steps (training seconds): {steps}")
-    table = head + "\n\n" + summary_table(reports)
+    runs = ", ".join(f"{n} {r['steps']} steps, {r['train_seconds']:.0f} s, test n = {r['test']['n']}"
+                     for n, r in reports.items())
+    head = f"memory of the test split: {first.get('memory', {}).get('test', '?')}; per design: {runs}"
+    spreads = {n: token_spread(out / n / "best", data_dir) for n in reports}
+    table = head + "\n\n" + summary_table(reports) + "\n\n" + "\n".join(
+        ["| design | token norm | spread across test questions | spread / norm |", "|---|---:|---:|---:|"]
+        + [f"| {n} | {r['token_norm']:.2f} | {r['spread']:.3f} | {r['spread_over_norm']:.3f} |" for n, r in spreads.items()]
+        + [f"\n(the LLM's input embeddings have mean norm {next(iter(spreads.values()))['llm_embedding_norm']:.2f})"])
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps({n: {"config_overrides": DESIGNS[n], "steps": r["steps"],
                                                       "train_seconds": r["train_seconds"], "best": r["best"],
-                                                      "test": r["test"]} for n, r in reports.items()}, indent=1))
+                                                      "test": r["test"], "tokens": spreads[n]}
+                                                  for n, r in reports.items()}, indent=1))
     (out / "summary.md").write_text(table + "\n")
     print(table)
     return 0
