@@ -63,6 +63,8 @@ def test_val_and_test_memory_ignore_evidence_and_answers(tiny_conversation, tmp_
     assert held_out and meta["oracle"] is (train_sessions == "evidence")
     assert "BM25" in meta["memory"]["test"] and "no labels" in meta["memory"]["val"]
     assert meta["memory"]["train"].startswith("oracle") is (train_sessions == "evidence")
+    card = (tmp_path / "a" / "data_card.md").read_text()
+    assert ("ORACLE" in card) is (train_sessions == "evidence") and "memory of test: the 1 session BM25" in card
     prepare_dataset(cfg, tmp_path / "b", conversations=_relabelled(convs, held_out), progress=False)
     _, a = load_prepared(tmp_path / "a")
     _, b = load_prepared(tmp_path / "b")

@@ -152,8 +152,9 @@ def memory_card(cfg: PrepareConfig) -> dict[str, str]:
     """Per split, how its memories were chosen, in words; "oracle" where the answer key chose them."""
     if cfg.max_sessions is None:
         return {s: "whole history" for s in SPLITS}
-    words = {"retrieved": f"the {cfg.max_sessions} sessions BM25 ranks highest for the question (no labels)",
-             "recent": f"the last {cfg.max_sessions} sessions (no labels)",
+    n = f"{cfg.max_sessions} session" + ("s" if cfg.max_sessions != 1 else "")
+    words = {"retrieved": f"the {n} BM25 ranks highest for the question (no labels)",
+             "recent": f"the last {n} (no labels)",
              "evidence": f"oracle: evidence sessions + seeded distractors, {cfg.max_sessions} sessions"}
     return {s: words[session_choice(cfg, s)] for s in SPLITS}
 

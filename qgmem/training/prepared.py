@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from qgmem.io import atomic_write_json
+from qgmem.io import atomic_write_json, atomic_write_text
 from qgmem.types import Question, WorkingMemory
 
 SPLITS = ("train", "val", "test")
@@ -91,7 +91,24 @@ def save_prepared(by_split: dict[str, list[dict[str, Any]]], out_dir: str | Path
         **(extra or {}),
     }
     atomic_write_json(out / "prepare_meta.json", meta)
+    atomic_write_text(out / "data_card.md", data_card(meta))
     return meta
+
+
+def data_card(meta: dict[str, Any]) -> str:
+    """A short human-readable card of a prepared set: source, counts, and how each split's memory was chosen
+    (an "ORACLE" line when the answer key chose the train memories)."""
+    cfg = meta.get("config", {})
+    lines = [f"# Prepared set: {cfg.get('dataset', '?')}", "",
+             f"- seed {cfg.get('seed')}, split {cfg.get('split')}, max_sessions {cfg.get('max_sessions')}, "
+             f"max_turn_chars {cfg.get('max_turn_chars')}, drop_abstention {cfg.get('drop_abstention')}",
+             f"- examples: " + ", ".join(f"{s} {n}" for s, n in meta.get("counts", {}).items())]
+    lines += [f"- memory of {s}: {m}" for s, m in (meta.get("memory") or {}).items()]
+    if meta.get("oracle"):
+        lines.append("- ORACLE: the evidence labels chose the train memories (val and test never)")
+    if meta.get("partial"):
+        lines.append(f"- partial: {meta.get('conversations_done')} conversations finished")
+    return "\n".join(lines) + "\n"
 
 
 def load_prepared(out_dir: str | Path, prepare_hint: str = "qgmem prepare") -> tuple[dict[str, Any], dict[str, Any]]:
