@@ -42,7 +42,7 @@ def run(cmd: list[str]) -> None:
 
 def summary_table(reports: dict[str, dict]) -> str:
     """Designs x conditions: answer loss, token F1, differences to graph+text with their intervals."""
-    from qgmem.training.validate import CONDITIONS, _ci
+    from qgmem.training.validate import CONDITIONS, format_ci
 
     lines = ["| design | condition | answer loss | token F1 | loss - loss(graph+text) [95% CI] | "
              "F1(graph+text) - F1 [95% CI] |", "|---|---|---:|---:|---|---|"]
@@ -51,7 +51,7 @@ def summary_table(reports: dict[str, dict]) -> str:
         for cond in CONDITIONS:
             r, d = t[cond], t["differences"].get(cond, {})
             lines.append(f"| {name} | {cond} | {r['loss']:.4f} | {r.get('f1', float('nan')):.4f} | "
-                         f"{_ci(d.get('loss'))} | {_ci(d.get('f1'))} |")
+                         f"{format_ci(d.get('loss'))} | {format_ci(d.get('f1'))} |")
     return "\n".join(lines)
 
 

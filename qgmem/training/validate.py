@@ -63,8 +63,13 @@ def example_losses(model: Any, examples: list[Any], collator: Any, accelerator: 
 def eval_loss(model: Any, examples: list[Any], collator: Any, accelerator: Any, batch_size: int) -> dict[str, float]:
     """Answer loss = mean NLL per answer token over `examples` (all processes; summed, then divided)."""
     losses = example_losses(model, examples, collator, accelerator, batch_size)
+    return {"loss": token_mean(losses), "tokens": sum(n for _, n in losses)}
+
+
+def token_mean(losses: list[tuple[float, int]]) -> float:
+    """Mean NLL per answer token of (NLL sum, tokens) pairs: every token weighs the same, whatever the example."""
     tokens = sum(n for _, n in losses)
-    return {"loss": sum(ls for ls, _ in losses) / tokens if tokens else float("nan"), "tokens": tokens}
+    return sum(ls for ls, _ in losses) / tokens if tokens else float("nan")
 
 
 def eval_generate(model: Any, examples: list[Any], golds: list[list[str]], collator: Any, accelerator: Any,
@@ -122,9 +127,7 @@ def test_report(model: Any, accelerator: Any, examples: list[Any], golds: list[l
     for name, (use_graph, exs) in condition_examples(examples, seed).items():
         m.use_graph = use_graph
         losses = example_losses(model, exs, collator, accelerator, batch_size)
-        tokens = sum(n for _, n in losses)
-        r = {"loss": sum(ls for ls, _ in losses) / tokens if tokens else float("nan"),
-             "example_loss": [ls / max(n, 1) for ls, n in losses]}
+        r = {"loss": token_mean(losses), "example_loss": [ls / max(n, 1) for ls, n in losses]}
         if n_gen:
             g = eval_generate(model, exs[:n_gen], golds[:n_gen], collator, accelerator, batch_size, max_new_tokens)
             r["f1"], r["samples"], r["example_f1"] = g["f1"], g["samples"], g["per_example"]
@@ -166,9 +169,10 @@ def report_table(report: dict[str, Any]) -> str:
                 continue
             r, d = t[name], diffs.get(name, {})
             f1 = f"{r['f1']:.4f}" if "f1" in r else "-"
-            lines.append(f"| {name} | {r['loss']:.4f} | {f1} | {_ci(d.get('loss'))} | {_ci(d.get('f1'))} |")
+            lines.append(f"| {name} | {r['loss']:.4f} | {f1} | {format_ci(d.get('loss'))} | {format_ci(d.get('f1'))} |")
     return "\n".join(lines)
 
 
-def _ci(d: dict[str, float] | None) -> str:
+def format_ci(d: dict[str, float] | None) -> str:
+    """A paired difference as "+mean [+low, +high]" ("-" when there is none)."""
     return "-" if not d else f"{d['mean']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
