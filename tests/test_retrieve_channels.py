@@ -212,3 +212,17 @@ def test_embedder_name_suffix_caps_the_input_length() -> None:
     assert float(a @ b) > 0.999  # both cut to the same 8 word pieces ([CLS] and [SEP] included)
     a, b = get_embedder("minilm").encode(pair)
     assert float(a @ b) < 0.99
+
+
+def test_bf16_embedder_is_the_fp32_model_to_within_1e_3_cosine() -> None:
+    from qgmem.embed import get_embedder, split_name, split_precision
+
+    assert split_precision("minilm@128:bf16") == ("minilm@128", "bf16") and split_name("minilm@128:bf16") == ("minilm", 128)
+    assert split_precision("org/model") == ("org/model", "fp32") and split_precision("a:b") == ("a:b", "fp32")
+    texts = ["I moved to Lisbon in March for a new job at the port authority.", "ok", "What did Maria adopt?"]
+    fp32, bf16 = get_embedder("minilm@128"), get_embedder("minilm@128:bf16")
+    assert bf16.precision == "bf16" and bf16.name != fp32.name  # cached vectors are keyed by the name
+    a, b = fp32.encode(texts), bf16.encode(texts)
+    assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    assert float((a * b).sum(1).min()) > 0.999
+    assert not np.array_equal(a, b)  # it did run in bfloat16

@@ -136,9 +136,12 @@ class RetrievalBenchConfig:
     # "I/N": score only the conversations of shard I of N (qgmem.sharding), into run <run_name>.shard-I-of-N
     # with the store <store_dir>.shard-I-of-N (what `qgmem build --shard I/N` wrote); `qgmem merge-runs` joins them
     shard: str | None = None
+    # processes scoring shards side by side on this machine (qgmem.evaluation.workers), cores // workers threads each;
+    # their shard runs are merged into this run
+    workers: int = 1
 
     RESUME_KEYS: ClassVar[tuple[str, ...]] = ("task", "benchmark", "data_dir", "data_options", "subset", "methods",
-                                               "method_options", "k", "token_budget", "retrieval", "shard")
+                                               "method_options", "k", "token_budget", "retrieval", "shard", "workers")
 
     def __post_init__(self) -> None:
         if self.task != "retrieval":
@@ -150,6 +153,8 @@ class RetrievalBenchConfig:
             raise ValueError(f"RetrievalBenchConfig.k must be >= 1, got {self.k}")
         if self.shard is not None:
             parse_shard(str(self.shard), "RetrievalBenchConfig.shard")
+        if self.workers < 1:
+            raise ValueError(f"RetrievalBenchConfig.workers must be >= 1, got {self.workers}")
 
 
 # keys of the retrieval config before the harnesses shared one layout -> where they went

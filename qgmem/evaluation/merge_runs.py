@@ -5,7 +5,7 @@
 and every summary figure is a function of the rows (means are exactly rounded, so their order does
 not matter) plus two counts that add up over a partition (conversations, unmatched gold ids); so the
 merge concatenates the rows and writes the summary and report with the run's own code
-(`retrieval.write_summary`): the merged run reads as the unsharded run would, latencies aside (they are
+(`retrieval_summary.write_summary`): the merged run reads as the unsharded run would, latencies aside (they are
 measured, per machine). Nothing is recomputed and no data set is read.
 
 Refused (exit code 2, one line): a folder that is not a retrieval shard run, an unfinished shard (rerun
@@ -20,6 +20,7 @@ import argparse
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ import yaml
 from qgmem.config import ConfigError, from_dict, to_dict
 from qgmem.errors import UserError
 from qgmem.evaluation.config import RetrievalBenchConfig
-from qgmem.evaluation.retrieval import write_summary
+from qgmem.evaluation.retrieval_summary import write_summary
 from qgmem.evaluation.runs import CONFIG, META, RETRIEVAL_ROWS, first_difference, read_meta
 from qgmem.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from qgmem.sharding import Shard, parse_shard
@@ -94,45 +95,82 @@ def _rows(runs: list[tuple[Path, RetrievalBenchConfig, Shard]]) -> list[dict[str
     return out
 
 
-def merge_runs(into: str | Path, shard_dirs: list[str | Path]) -> dict[str, Any]:
-    """Join the shard runs `shard_dirs` into the new run folder `into`; returns its summary."""
-    into = Path(into)
+@dataclass
+class ShardRows:
+    """The checked shard runs of one sharded run, their rows grouped by the method that ran them."""
+
+    runs: list[tuple[Path, RetrievalBenchConfig, Shard]]
+    summaries: list[dict[str, Any]]
+    runner: dict[str, str]  # method name -> the name that ran for it
+    rows: dict[str, list[dict[str, Any]]]  # method that ran -> its rows
+    merged: list[dict[str, Any]]  # every row, shard order
+
+    @property
+    def conversations(self) -> int:
+        return sum(s["conversations"] for s in self.summaries)
+
+    @property
+    def unmatched(self) -> int:
+        return sum(s["unmatched_gold_ids"] for s in self.summaries)
+
+
+def collect_shards(shard_dirs: list[str | Path], methods: list[str]) -> ShardRows:
+    """Read and check the finished shard runs `shard_dirs` of a run of `methods`."""
     if not shard_dirs:
         raise MergeRunsError("no shard runs given")
-    if into.exists():
-        raise MergeRunsError(f"--into {into}: exists already; name a new run folder")
-    runs = []
-    summaries = []
+    runs, summaries = [], []
     for d in map(Path, shard_dirs):
         cfg, shard, summary = _shard_run(d)
         runs.append((d, cfg, shard))
         summaries.append(summary)
     _check_shards(runs)
-    cfg = from_dict(RetrievalBenchConfig, {**to_dict(runs[0][1]), "shard": None, "run_name": into.name,
-                                           "output_dir": str(into.parent.parent)}, "merged config")
-    runner = {name: summaries[0].get("same_as", {}).get(name, name) for name in cfg.methods}
+    runner = {name: summaries[0].get("same_as", {}).get(name, name) for name in methods}
     rows: dict[str, list[dict[str, Any]]] = {first: [] for first in runner.values()}
     merged = _rows(runs)
     for row in merged:
         if row["method"] not in rows:
             raise MergeRunsError(f"row {row['method']} {row['qid']!r}: method not run by this configuration")
         rows[row["method"]].append(row)
+    return ShardRows(runs, summaries, runner, rows, merged)
+
+
+def merge_runs(into: str | Path, shard_dirs: list[str | Path]) -> dict[str, Any]:
+    """Join the shard runs `shard_dirs` into the new run folder `into`; returns its summary."""
+    into = Path(into)
+    if into.exists():
+        raise MergeRunsError(f"--into {into}: exists already; name a new run folder")
+    if not shard_dirs:
+        raise MergeRunsError("no shard runs given")
+    first, _, _ = _shard_run(Path(shard_dirs[0]))
+    cfg = from_dict(RetrievalBenchConfig, {**to_dict(first), "shard": None, "run_name": into.name,
+                                           "output_dir": str(into.parent.parent)}, "merged config")
+    got = collect_shards(shard_dirs, cfg.methods)
     tmp = into.parent / f".{into.name}.merging"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    append_jsonl(tmp / RETRIEVAL_ROWS, merged)
     atomic_write_text(tmp / CONFIG, yaml.safe_dump(to_dict(cfg), sort_keys=False))
-    metas = [read_meta(d) for d, _, _ in runs]
-    summary = write_summary(cfg, tmp, rows, runner, sum(s["conversations"] for s in summaries),
-                            sum(s["unmatched_gold_ids"] for s in summaries))
+    summary = write_merged(tmp, cfg, got)
+    metas = [read_meta(d) for d, _, _ in got.runs]
     atomic_write_json(tmp / META, {
         **{k: metas[0].get(k) for k in ("package", "version", "git_commit")}, "status": "finished",
         "started": min(str(m.get("started")) for m in metas),
-        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "merged_from": [{"run": str(d), "shard": str(s), "git_commit": m.get("git_commit")}
-                        for (d, _, s), m in zip(runs, metas)]})
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "merged_from": merged_from(got)})
     tmp.rename(into)
     return summary
+
+
+def write_merged(run_dir: Path, cfg: RetrievalBenchConfig, got: ShardRows) -> dict[str, Any]:
+    """The rows (replacing any), summary and report of the merged run in `run_dir`."""
+    rows_path = run_dir / RETRIEVAL_ROWS
+    part = rows_path.with_name(rows_path.name + ".part")
+    part.unlink(missing_ok=True)
+    append_jsonl(part, got.merged)
+    part.replace(rows_path)
+    return write_summary(cfg, run_dir, got.rows, got.runner, got.conversations, got.unmatched)
+
+
+def merged_from(got: ShardRows) -> list[dict[str, Any]]:
+    return [{"run": str(d), "shard": str(s), "git_commit": read_meta(d).get("git_commit")} for d, _, s in got.runs]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -21,18 +21,19 @@ from typing import Any
 
 from tqdm import tqdm
 
-from qgmem.answer import TOKEN_DEFINITION, context_tokens, item_tokens
+from qgmem.answer import context_tokens, item_tokens
 from qgmem.config import ConfigError, apply_overrides, from_dict, read_yaml
 from qgmem.evaluation import retrieval_metrics as rm
 from qgmem.evaluation.config import MOVED, RetrievalBenchConfig
-from qgmem.evaluation.runs import RETRIEVAL_ROWS, failure_recorded, finish_run, open_run, question_key
+from qgmem.evaluation.runs import META, RETRIEVAL_ROWS, failure_recorded, finish_run, open_run, question_key, read_meta
+from qgmem.evaluation.retrieval_summary import is_longmemeval, write_summary
 from qgmem.evaluation.subset import load_benchmark, select
-from qgmem.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
+from qgmem.io import append_jsonl, atomic_write_json, read_jsonl
 from qgmem.methods import MethodContext, make_methods
 from qgmem.sharding import Shard, parse_shard, sharded_name
 from qgmem.types import Conversation, MemoryMethod, Question
 
-__all__ = ["RetrievalBenchConfig", "load_retrieval_config", "make_run_methods", "run_benchmark", "write_summary", "main"]
+__all__ = ["RetrievalBenchConfig", "load_retrieval_config", "make_run_methods", "run_benchmark", "main"]
 
 
 def load_retrieval_config(path: str | Path, overrides: list[str] | None = None) -> RetrievalBenchConfig:
@@ -49,21 +50,6 @@ def make_run_methods(cfg: RetrievalBenchConfig, store: Any) -> dict[str, MemoryM
     return make_methods(cfg.methods, MethodContext(store=store, retrieval=cfg.retrieval), cfg.method_options)
 
 
-def _score_rows(rows: list[dict[str, Any]], k: int, longmemeval: bool) -> dict[str, Any]:
-    scored = [r for r in rows if r["scores"] is not None]
-    out: dict[str, Any] = {"questions": len(rows), "scored": len(scored), "no_gold": len(rows) - len(scored)}
-    for m in ("recall", "all_hit", "precision", "ndcg", "budget_recall"):
-        out[m] = rm.mean([r["scores"][m] for r in scored])
-    lat = [r["latency_ms"] for r in rows]
-    out["latency_p50_ms"] = rm.percentile(lat, 50)
-    out["latency_p95_ms"] = rm.percentile(lat, 95)
-    out["context_tokens_mean"] = rm.mean([r["context_tokens"] for r in rows])
-    if longmemeval:
-        for key in sorted({kk for r in scored for kk in r.get("official", {})}):
-            out[key] = rm.mean([r["official"][key] for r in scored if key in r.get("official", {})])
-    return out
-
-
 def _official(items: list[list[str]], q: Question, conv: Conversation) -> dict[str, float]:
     sess_of = {t.id: s.id for s in conv.sessions for t in s.turns}
     out: dict[str, float] = {}
@@ -78,19 +64,6 @@ def _official(items: list[list[str]], q: Question, conv: Conversation) -> dict[s
             out[f"{level}_recall_all@{kk}"] = rm.recall_all(ranked, gold, kk)
             out[f"{level}_ndcg@{kk}"] = rm.ndcg_official(ranked, gold, kk, corpus)
     return out
-
-
-def _table(summary: dict[str, Any], metrics: list[str]) -> str:
-    lines = []
-    for group, per_method in summary["groups"].items():
-        lines.append(f"\n### {group}\n")
-        lines.append("| method | n | " + " | ".join(metrics) + " |")
-        lines.append("|---|---|" + "---|" * len(metrics))
-        for name, s in per_method.items():
-            vals = [f"{s[m]:.3f}" if isinstance(s.get(m), float) and "latency" not in m and "tokens" not in m
-                    else (f"{s[m]:.1f}" if isinstance(s.get(m), float) else str(s.get(m, ""))) for m in metrics]
-            lines.append(f"| {name} | {s['scored']} | " + " | ".join(vals) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def _score_conversation(name: str, m: MemoryMethod, conv: Conversation, todo: list[Question],
@@ -127,14 +100,39 @@ def run_benchmark(cfg: RetrievalBenchConfig, conversations: list[Conversation] |
         cfg.run_name = sharded_name(cfg.run_name, shard)
     run_dir, _ = open_run(cfg, resume=resume)
     with failure_recorded(run_dir):
+        if cfg.workers > 1 and shard is None:
+            if conversations is not None:
+                raise ConfigError("workers > 1 reads the benchmark in each worker; pass no conversations")
+            return _merge_workers(cfg, run_dir)
         return _run(cfg, run_dir, conversations, shard)
+
+
+def _merge_workers(cfg: RetrievalBenchConfig, run_dir: Path) -> dict[str, Any]:
+    """Run the shards in `cfg.workers` processes, then write their merge as this run."""
+    from qgmem.evaluation.merge_runs import collect_shards, merged_from, write_merged
+    from qgmem.evaluation.workers import run_workers
+
+    got = collect_shards(run_workers(cfg, run_dir, _shard_worker), cfg.methods)
+    summary = write_merged(run_dir, cfg, got)
+    meta = read_meta(run_dir)
+    atomic_write_json(run_dir / META, {**meta, "merged_from": merged_from(got)})
+    finish_run(run_dir)
+    return summary
+
+
+def _shard_worker(cfg_dict: dict[str, Any], threads: int) -> None:
+    """A worker process of `_merge_workers`: one shard run (resumed if it exists)."""
+    from qgmem.evaluation.workers import limit_threads
+
+    limit_threads(threads)
+    run_benchmark(from_dict(RetrievalBenchConfig, cfg_dict, "worker config"), resume=True)
 
 
 def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversation] | None,
          shard: Shard | None) -> dict[str, Any]:
     from qgmem.store import MemoryStore
 
-    lme = _is_longmemeval(cfg)
+    lme = is_longmemeval(cfg)
     selection = select(conversations if conversations is not None else load_benchmark(cfg), cfg.subset)
     if shard is not None:  # after the subset, so that the shards together score the unsharded run's questions
         selection = [(c, qs) for c, qs in selection if shard.holds(c.id)]
@@ -145,7 +143,8 @@ def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversat
     done = {(r["method"], r["qid"]): r for r in read_jsonl(path)}
     rows: dict[str, list[dict[str, Any]]] = {n: [] for n in methods}
     unmatched = 0
-    for conv, qs in tqdm(selection, desc="conversations", unit="conv"):
+    bar = {"desc": f"shard {shard}", "position": shard.index} if shard is not None else {"desc": "conversations"}
+    for conv, qs in tqdm(selection, unit="conv", **bar):
         unmatched += sum(len(q.unmatched_evidence) for q in qs)
         for name, m in methods.items():
             if runner[name] != name:
@@ -160,66 +159,6 @@ def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversat
     summary = write_summary(cfg, run_dir, rows, runner, len(selection), unmatched)
     finish_run(run_dir)
     return summary
-
-
-def _is_longmemeval(cfg: RetrievalBenchConfig) -> bool:
-    return cfg.benchmark.lower().startswith("longmemeval")
-
-
-def write_summary(cfg: RetrievalBenchConfig, run_dir: Path, rows: dict[str, list[dict[str, Any]]],
-                  runner: dict[str, str], n_convs: int, unmatched: int) -> dict[str, Any]:
-    """`summary.json` and `results.md` of a run from its rows (method that ran -> rows); `runner` maps
-    each method name to the one that ran for it. Shared by a run and the merge of shard runs."""
-    summary = _summarise(cfg, rows, runner, n_convs, unmatched, _is_longmemeval(cfg))
-    atomic_write_json(run_dir / "summary.json", summary)
-    atomic_write_text(run_dir / "results.md", _markdown(cfg, summary, _is_longmemeval(cfg)))
-    return summary
-
-
-def _summarise(cfg: RetrievalBenchConfig, rows: dict[str, list[dict[str, Any]]], runner: dict[str, str],
-               n_convs: int, unmatched: int, lme: bool) -> dict[str, Any]:
-    groups: dict[str, dict[str, Any]] = {}
-    dev = set(cfg.dev_conversations)
-
-    def add(group: str, pred) -> None:
-        per = {}
-        for name, first in runner.items():
-            sel = [r for r in rows[first] if pred(r)]
-            if sel:
-                per[name + (f" (= {first})" if first != name else "")] = _score_rows(sel, cfg.k, lme)
-        if per:
-            groups[group] = per
-
-    add("overall", lambda r: True)
-    if dev:
-        add("test (without dev conversations)", lambda r: r["qid"].split("/")[0] not in dev)
-        add("dev conversations", lambda r: r["qid"].split("/")[0] in dev)
-    for cat in sorted({r["category"] for rs in rows.values() for r in rs}):
-        add(f"category {cat}", lambda r, c=cat: r["category"] == c)
-    return {"task": "retrieval", "benchmark": cfg.benchmark, "run": cfg.run_name, "methods": list(cfg.methods),
-            "k": cfg.k, "token_budget": cfg.token_budget, "token_count": TOKEN_DEFINITION,
-            "conversations": n_convs, "unmatched_gold_ids": unmatched, "shard": cfg.shard,
-            "same_as": {name: first for name, first in runner.items() if first != name}, "groups": groups}
-
-
-def _markdown(cfg: RetrievalBenchConfig, summary: dict[str, Any], lme: bool) -> str:
-    metrics = ["recall", "all_hit", "precision", "ndcg", "budget_recall", "latency_p50_ms", "latency_p95_ms",
-               "context_tokens_mean"]
-    md = (f"# Retrieval: {cfg.benchmark}\n\nk = {cfg.k}; budget recall at {cfg.token_budget} tokens "
-          f"({TOKEN_DEFINITION} of each entry as the answer prompt shows it, for every method); "
-          f"{summary['conversations']} conversations; questions without gold "
-          f"evidence are not scored (column n counts scored questions); unmatched gold ids: "
-          f"{summary['unmatched_gold_ids']}.\n")
-    if cfg.shard:
-        md += f"\n**Shard {cfg.shard} only** (its conversations; `qgmem merge-runs` joins the shards).\n"
-    if cfg.retrieval.allow_partial:
-        md += ("\n**allow_partial: memories whose build left windows unextracted were scored as they are** "
-               "(see each store's build failures).\n")
-    md += _table(summary, metrics)
-    if lme:
-        off = [f"{lv}_{m}@{kk}" for lv in ("session", "turn") for m in ("recall_any", "recall_all", "ndcg") for kk in (5, 10)]
-        md += "\n## LongMemEval official metrics\n" + _table(summary, off)
-    return md
 
 
 def main(config_path: str, overrides: list[str], resume: bool = False) -> int:
