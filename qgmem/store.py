@@ -35,7 +35,7 @@ from qgmem.io import atomic_open, plain
 from qgmem.locking import FileLock, LockHeld
 from qgmem.types import AtomicUnit, Conversation, MemoryTrace, conversation_from_dict, unit_from_dict
 
-MEMO_VECTORS = 100_000  # vectors one store object remembers across namespaces (about 150 MB at 384 dims)
+MEMO_VECTORS = 400_000  # vectors one store object remembers across namespaces (about 600 MB at 384 dims)
 MEMO_UNITS = 100_000  # parsed units one store object keeps for the namespaces it read last
 SCHEMA_VERSION = 2  # 2: units.src (the window done key a unit came from)
 

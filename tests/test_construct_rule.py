@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from qgmem.construct.rule import RuleConfig, RuleExtractor
+from qgmem.construct.rule import RuleConfig, RuleExtractor, forget_remembered_claims
 from qgmem.construct.windows import Window, make_windows
 from qgmem.timex import resolve_time
 from qgmem.types import Session, Turn
@@ -61,9 +61,43 @@ def test_batched_run_equals_window_by_window(tiny_conversation) -> None:
     """run() parses all windows' turns in batches; the units are those of one window at a time."""
     ex = RuleExtractor(batch_size=3)
     windows = [w for s in tiny_conversation.sessions for w in make_windows(s, size=4, overlap=2)]
+    forget_remembered_claims()
     batched = [u for r in ex.run(windows, "c1", ["Alice", "Bob"]) for u in r.units]
-    single = [u for w in windows for u in RuleExtractor().extract(w, "c1", ["Alice", "Bob"])]
+    single = []
+    for w in windows:
+        forget_remembered_claims()  # each window parsed on its own
+        single += RuleExtractor().extract(w, "c1", ["Alice", "Bob"])
     assert batched == single and len(batched) > 10
+
+
+def test_a_session_seen_before_is_not_parsed_again(tiny_conversation, monkeypatch) -> None:
+    """Claims are remembered by window content: the same session in another conversation (other ids,
+    another date) is not parsed again, and its units carry that conversation's ids and dates."""
+    import qgmem.construct.turn_docs as td
+
+    parsed: list[str] = []
+    real = td.parse
+    monkeypatch.setattr(td, "parse", lambda texts, *a: real((parsed.append(t) or t for t in texts), *a))
+    forget_remembered_claims()
+    s1 = tiny_conversation.sessions[0]
+    first = [u for r in RuleExtractor().run(make_windows(s1), "c1", ["Alice", "Bob"]) for u in r.units]
+    n = len(parsed)
+    assert n == len(s1.turns)
+    other = Session("X9", "2024-01-10T09:00",
+                    [Turn(f"T{i}", t.speaker, t.text, t.image_caption) for i, t in enumerate(s1.turns)])
+    again = [u for r in RuleExtractor().run(make_windows(other), "c2", ["Alice", "Bob"]) for u in r.units]
+    assert len(parsed) == n  # nothing parsed
+    assert [u.text for u in again] == [u.text for u in first] and len(again) > 3
+    assert all(u.id.startswith("c2/X9#w") and u.turn_ids[0].startswith("T") for u in again)
+    hike = next(u for u in again if "hiking" in u.text)
+    assert hike.fact_time_start == "2024-01-09" and hike.utterance_time == "2024-01-10T09:00"  # its own date
+    again[0].entities.append("changed")  # units own their lists
+    assert "changed" not in first[0].entities
+    RuleExtractor().run(make_windows(other), "c2", ["Alice", "Carol"]).__next__()  # other speakers: parsed
+    assert len(parsed) > n
+    forget_remembered_claims()
+    list(RuleExtractor().run(make_windows(s1), "c1", ["Alice", "Bob"]))
+    assert len(parsed) > n + len(s1.turns) - 1  # forgotten: parsed again
 
 
 def test_first_person_subject_and_my_x() -> None:

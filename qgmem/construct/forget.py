@@ -14,6 +14,7 @@ import dataclasses
 
 from qgmem.construct.cache_keys import PREFIX, all_sources, forget_cache_entries
 from qgmem.construct.build import BuildConfig, build_memory, stored_config
+from qgmem.construct.rule import forget_remembered_claims
 from qgmem.construct.report import BuildReport
 from qgmem.llm.base import ChatBackend
 from qgmem.store import MemoryStore
@@ -46,6 +47,7 @@ def forget(store: MemoryStore, namespace: str, session_id: str | None = None, tu
     the text are extracted again, so an LLM memory needs its `llm`); the text itself is gone before
     any extraction starts."""
     report = BuildReport()
+    forget_remembered_claims()  # this process's claims by content: the forgotten words must not come back from RAM
     with store.writer():
         conv = None if session_id is None and not turn_ids else \
             without(store.get_conversation(namespace), session_id, turn_ids)

@@ -17,6 +17,9 @@ units of about `passage_chars` characters) with entities from capitalised spans.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -40,6 +43,8 @@ __all__ = ["RULE_VERSION", "RULE_WORDS", "STOPWORDS", "Claim", "RuleConfig", "Ru
 # units, so stores built by the older code extract those windows again instead of serving stale units
 RULE_WORDS = ("chitchat", "framing_verbs", "non_entity_caps", "person_nouns", "pronouns", "relation_grammar", "stopwords")
 RULE_VERSION = 3  # 1: regex sentences (qgmem 0.1); 2: spaCy clauses; 3: reduced clauses give way to full ones
+MEMO_WINDOWS = 100_000  # windows whose claims one process remembers by content (about 100 MB)
+_CLAIMS: OrderedDict[str, list[tuple[int, Claim]]] = OrderedDict()
 
 
 @dataclass
@@ -68,6 +73,11 @@ class Claim:
     time_text: str  # the text the fact time is read from
 
 
+def forget_remembered_claims() -> None:
+    """Empty this process's claims-by-content memory (forgetting calls it: no forgotten sentence stays in RAM)."""
+    _CLAIMS.clear()
+
+
 @dataclass
 class RuleExtractor:
     """Extracts units from a window's new turns. Deterministic; ids are stable across runs."""
@@ -77,25 +87,41 @@ class RuleExtractor:
     batch_size: int = 128  # texts per spaCy batch (does not change the output)
 
     def run(self, windows: list[Window], ns: str, speakers: list[str]) -> Iterator[WindowResult]:
-        """One result per window, in order; the turns of all windows go through spaCy in batches."""
+        """One result per window, in order; the turns of windows not seen before go through spaCy in batches.
+
+        A window's claims depend on its turns' words, its speakers and this config only (ids, dates and the
+        namespace are attached after), so they are remembered per process by a hash of that content: a
+        session shared by several conversations (LongMemEval haystacks) is parsed once."""
         cfg = self.config
-        docs = TurnDocs([t for w in windows for t in w.turns], cfg.nlp_model, self.batch_size, cfg.max_parse_chars)
-        for w in windows:
-            docs.keep_only(w.turns)
-            yield WindowResult(w, self._window_units(w, ns, speakers, docs))
+        keys = [self._content_key(w, speakers) for w in windows]
+        fresh = [w for w, k in zip(windows, keys) if k not in _CLAIMS]
+        docs = TurnDocs([t for w in fresh for t in w.turns], cfg.nlp_model, self.batch_size, cfg.max_parse_chars)
+        for w, key in zip(windows, keys):
+            claims = _CLAIMS.get(key)
+            if claims is not None:
+                _CLAIMS.move_to_end(key)
+            else:
+                docs.keep_only(w.turns)
+                claims = _CLAIMS[key] = self._window_claims(w, speakers, docs)
+                while len(_CLAIMS) > MEMO_WINDOWS:
+                    _CLAIMS.popitem(last=False)
+            yield WindowResult(w, [self._unit(w, ns, w.new_turns[i], c, j) for j, (i, c) in enumerate(claims)])
 
     def extract(self, window: Window, namespace: str, speakers: list[str]) -> list[AtomicUnit]:
         return next(self.run([window], namespace, speakers)).units
 
-    def _window_units(self, window: Window, ns: str, speakers: list[str], docs: TurnDocs) -> list[AtomicUnit]:
+    def _content_key(self, window: Window, speakers: list[str]) -> str:
+        turns = [[t.speaker, t.text, t.image_caption] for t in window.turns]
+        blob = json.dumps([repr(self.config), self.name, speakers, len(window.context_turns), turns])
+        return hashlib.sha1(blob.encode()).hexdigest()
+
+    def _window_claims(self, window: Window, speakers: list[str], docs: TurnDocs) -> list[tuple[int, Claim]]:
+        """(index of the new turn, claim) for every unit of the window, in order."""
         disc = Discourse(list(speakers))
         for turn in window.context_turns:  # read for their mentions only
             self._facts(turn, docs, disc)
-        units: list[AtomicUnit] = []
-        for turn in window.new_turns:
-            for claim in self._claims(turn, docs, disc, speakers):
-                units.append(self._unit(window, ns, turn, claim, len(units)))
-        return units
+        return [(i, claim) for i, turn in enumerate(window.new_turns)
+                for claim in self._claims(turn, docs, disc, speakers)]
 
     def _facts(self, turn: Turn, docs: TurnDocs, disc: Discourse) -> list[tuple[Span, Fact | None]]:
         """(sentence, its fact or None) for a parsed turn; registers the turn's mentions in `disc`."""
@@ -145,7 +171,7 @@ class RuleExtractor:
         return AtomicUnit(
             id=f"{ns}/{window.key}/u{j}", namespace=ns, session_id=window.session_id, text=claim.text,
             first_turn=turn.id, last_turn=turn.id, turn_ids=[turn.id], speaker=turn.speaker,
-            subject=claim.subject, relation=claim.relation, object=claim.object, entities=claim.entities,
+            subject=claim.subject, relation=claim.relation, object=claim.object, entities=list(claim.entities),
             location=claim.location, fact_time_start=ft.start if ft else None,
             fact_time_end=ft.end if ft else None, utterance_time=window.session_date, extractor=self.name,
         )
