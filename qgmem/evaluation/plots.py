@@ -91,3 +91,28 @@ def plot_cost_vs_accuracy(summary: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_retrieval(summary: dict[str, Any], metrics: list[str], path: Path) -> None:
+    """One panel per metric: grouped bars per question category (+ overall), one bar per method."""
+    plt = _plt()
+    groups = [g for g in summary["groups"] if g.startswith("category ")] + ["overall"]
+    methods = list(summary["groups"]["overall"])
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(7.0, 0.9 * len(groups) * max(1, len(methods)) / 2 + 3),
+                                                       3.2 * len(metrics)), squeeze=False)
+    width = 0.8 / max(1, len(methods))
+    for ax, metric in zip(axes[:, 0], metrics):
+        for i, name in enumerate(methods):
+            vals = [summary["groups"][g].get(name, {}).get(metric) for g in groups]
+            ax.bar([j + i * width for j in range(len(groups))], [v if isinstance(v, float) else 0 for v in vals],
+                   width, label=name)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(groups))])
+        ax.set_xticklabels([g.removeprefix("category ") for g in groups], rotation=15, fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel(metric)
+    axes[0, 0].set_title(f"{summary['benchmark']}: retrieval per question category")
+    axes[0, 0].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -15,6 +15,10 @@ from qgmem.evaluation.config import RetrievalBenchConfig
 from qgmem.io import atomic_write_json, atomic_write_text
 
 
+# what the per-category plot shows: LongMemEval's headline official metrics, else Recall@k over evidence turns
+PLOT_METRICS = {True: ["session_recall_all@5", "turn_recall_all@10"], False: ["recall", "ndcg"]}
+
+
 def is_longmemeval(cfg: RetrievalBenchConfig) -> bool:
     return cfg.benchmark.lower().startswith("longmemeval")
 
@@ -51,9 +55,13 @@ def write_summary(cfg: RetrievalBenchConfig, run_dir: Path, rows: dict[str, list
                   runner: dict[str, str], n_convs: int, unmatched: int) -> dict[str, Any]:
     """`summary.json` and `results.md` of a run from its rows (method that ran -> rows); `runner` maps
     each method name to the one that ran for it. Shared by a run and the merge of shard runs."""
+    from qgmem.evaluation.plots import plot_retrieval
+
     summary = _summarise(cfg, rows, runner, n_convs, unmatched, is_longmemeval(cfg))
     atomic_write_json(run_dir / "summary.json", summary)
     atomic_write_text(run_dir / "results.md", _markdown(cfg, summary, is_longmemeval(cfg)))
+    if summary["groups"]:
+        plot_retrieval(summary, PLOT_METRICS[is_longmemeval(cfg)], run_dir / "per_category.png")
     return summary
 
 
@@ -77,6 +85,8 @@ def _summarise(cfg: RetrievalBenchConfig, rows: dict[str, list[dict[str, Any]]],
         add("dev conversations", lambda r: r["qid"].split("/")[0] in dev)
     for cat in sorted({r["category"] for rs in rows.values() for r in rs}):
         add(f"category {cat}", lambda r, c=cat: r["category"] == c)
+    if lme:  # LongMemEval's abstention questions (ids "*_abs") have nothing to retrieve: counted, not scored
+        add("abstention questions (not scored)", lambda r: r["qid"].endswith("_abs"))
     return {"task": "retrieval", "benchmark": cfg.benchmark, "run": cfg.run_name, "methods": list(cfg.methods),
             "k": cfg.k, "token_budget": cfg.token_budget, "token_count": TOKEN_DEFINITION,
             "conversations": n_convs, "unmatched_gold_ids": unmatched, "shard": cfg.shard,
