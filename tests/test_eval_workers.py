@@ -40,6 +40,7 @@ def test_two_workers_equal_one_process_and_resume(tmp_path, data_dir) -> None:
     root = tmp_path / "out" / "locomo"
     assert _scores(two) == _scores(one) and two["conversations"] == one["conversations"] == 3
     assert _rows(root / "two") == _rows(root / "one")
+    assert (root / "two" / "per_category.png").stat().st_size > 1000  # the plot of the merged run
     meta = json.loads((root / "two" / "meta.json").read_text())
     assert meta["status"] == "finished" and [m["shard"] for m in meta["merged_from"]] == ["0/2", "1/2"]
     held = [sum(Shard(i, 2).holds(c) for c in ("conv-26", "conv-30", "conv-41")) for i in range(2)]

@@ -226,3 +226,11 @@ def test_bf16_embedder_is_the_fp32_model_to_within_1e_3_cosine() -> None:
     assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
     assert float((a * b).sum(1).min()) > 0.999
     assert not np.array_equal(a, b)  # it did run in bfloat16
+
+
+def test_bf16_on_a_cpu_without_bf16_units_warns(monkeypatch) -> None:
+    import qgmem.embed as E
+
+    monkeypatch.setattr(E, "native_bf16", lambda: False)
+    with pytest.warns(UserWarning, match="no bfloat16 units"):
+        E.Embedder("minilm@8:bf16")
