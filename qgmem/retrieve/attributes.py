@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -27,6 +28,7 @@ from .query import QueryConstraints
 # Days in a unit a time expression may count in; an interval shorter than its expression's unit is
 # widened by half the difference on each side when matched ("two weeks ago": the day +/- 3 days).
 GRAIN_DAYS = {"day": 1, "week": 7}
+NO_START, NO_END = 10**9, -(10**9)  # day ordinals of an undated unit (never overlaps a query interval)
 
 
 @lru_cache(maxsize=100_000)
@@ -46,21 +48,43 @@ def query_days(c: QueryConstraints) -> tuple[int, int] | None:
     return qs - slack, qe + slack
 
 
-class _NameIndex:
-    def __init__(self, names_per_unit: list[list[str]], encode: Callable[[list[str]], np.ndarray]):
+@dataclass
+class NameColumn:
+    """Names of units as arrays (a memory too large for per-unit Python lists): pair i says that unit
+    `rows[i]` names `vocab[ids[i]]`; rows increasing, each (row, id) pair at most once."""
+
+    vocab: list[str]  # distinct names, stripped and lower-cased
+    rows: np.ndarray
+    ids: np.ndarray
+
+    @classmethod
+    def of_lists(cls, names_per_unit: list[list[str]]) -> NameColumn:
         vocab: dict[str, int] = {}
-        postings: list[list[int]] = []
+        rows: list[int] = []
+        ids: list[int] = []
         for row, names in enumerate(names_per_unit):
             for nm in dict.fromkeys(n.strip().lower() for n in names if n and n.strip()):
-                j = vocab.setdefault(nm, len(vocab))
-                if j == len(postings):
-                    postings.append([])
-                postings[j].append(row)
-        self.vocab = list(vocab)
-        self.postings = [np.asarray(p, dtype=np.int64) for p in postings]
-        n = max(1, len(names_per_unit))
-        self.idf = np.asarray([math.log(1 + n / len(p)) for p in postings], dtype=np.float32)
+                rows.append(row)
+                ids.append(vocab.setdefault(nm, len(vocab)))
+        return cls(list(vocab), np.asarray(rows, dtype=np.int64), np.asarray(ids, dtype=np.int64))
+
+
+class _NameIndex:
+    def __init__(self, col: NameColumn, n_units: int, encode: Callable[[list[str]], np.ndarray]):
+        self.vocab = col.vocab
+        order = np.argsort(col.ids, kind="stable")  # per name, its units in row order
+        self._rows = np.asarray(col.rows, dtype=np.int64)[order]
+        self.df = np.bincount(np.asarray(col.ids, dtype=np.int64), minlength=len(self.vocab))
+        self._ptr = np.zeros(len(self.vocab) + 1, dtype=np.int64)
+        np.cumsum(self.df, out=self._ptr[1:])
+        n = max(1, n_units)
+        idf_of = {int(d): math.log(1 + n / int(d)) for d in np.unique(self.df)}
+        self.idf = np.asarray([idf_of[int(d)] for d in self.df], dtype=np.float32)
         self.matrix = encode(self.vocab) if self.vocab else np.zeros((0, 1), dtype=np.float32)
+
+    def postings(self, j: int) -> np.ndarray:
+        """Rows of the units that name vocabulary entry j, increasing."""
+        return self._rows[self._ptr[j]:self._ptr[j + 1]]
 
     def match(self, qvec: np.ndarray, threshold: float, max_df: int | None = None) -> list[tuple[int, float]]:
         """(vocab id, similarity) of names at or above the threshold, leaving out names in more than
@@ -70,30 +94,46 @@ class _NameIndex:
         sims = matvec(self.matrix, qvec)
         hits = np.nonzero(sims >= threshold)[0]
         if max_df is not None:
-            hits = [j for j in hits if len(self.postings[j]) <= max_df]
+            hits = [j for j in hits if self.df[j] <= max_df]
         return [(int(j), float(sims[j])) for j in hits]
 
 
 class AttributeIndex:
     def __init__(self, units: list[AtomicUnit], encode: Callable[[list[str]], np.ndarray],
                  time_fallback_utterance: bool = True):
-        self.n = len(units)
-        self.entities = _NameIndex([[*u.entities, u.subject] for u in units], encode)
-        self.locations = _NameIndex([[u.location] if u.location else [] for u in units], encode)
         starts, ends, weights = [], [], []
         for u in units:
             s, e, w = _ordinal(u.fact_time_start), _ordinal(u.fact_time_end or u.fact_time_start), 1.0
             if s is None and time_fallback_utterance:
                 s = e = _ordinal(u.utterance_time)
                 w = 0.5
-            starts.append(s if s is not None else 10**9)
-            ends.append(e if e is not None else -(10**9))
+            starts.append(s if s is not None else NO_START)
+            ends.append(e if e is not None else NO_END)
             weights.append(w if s is not None else 0.0)
-        start = np.asarray(starts, dtype=np.int64)
+        self._build(len(units), encode, NameColumn.of_lists([[*u.entities, u.subject] for u in units]),
+                    NameColumn.of_lists([[u.location] if u.location else [] for u in units]),
+                    np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64),
+                    np.asarray(weights, dtype=np.float32))
+
+    @classmethod
+    def from_columns(cls, n: int, encode: Callable[[list[str]], np.ndarray], entities: NameColumn,
+                     locations: NameColumn, start: np.ndarray, end: np.ndarray, weight: np.ndarray) -> AttributeIndex:
+        """The index of n units given as arrays: names as columns, time as day ordinals (`NO_START` / `NO_END`
+        and weight 0 where undated; weight 1 for a fact time, 0.5 for the utterance-time fallback)."""
+        ix = cls.__new__(cls)
+        ix._build(n, encode, entities, locations, np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64),
+                  np.asarray(weight, dtype=np.float32))
+        return ix
+
+    def _build(self, n: int, encode: Callable[[list[str]], np.ndarray], entities: NameColumn, locations: NameColumn,
+               start: np.ndarray, end: np.ndarray, weight: np.ndarray) -> None:
+        self.n = n
+        self.entities = _NameIndex(entities, n, encode)
+        self.locations = _NameIndex(locations, n, encode)
         self._order = np.argsort(start, kind="stable")
         self._start_sorted = start[self._order]
-        self._end = np.asarray(ends, dtype=np.int64)
-        self._tw = np.asarray(weights, dtype=np.float32)
+        self._end = end
+        self._tw = weight
         dated = self._tw > 0
         # the longest unit interval bounds how far before the query start an overlapping unit can begin
         self._max_len = int((self._end[dated] - start[dated]).max()) if dated.any() else 0
@@ -104,7 +144,7 @@ class AttributeIndex:
             best: dict[int, float] = {}
             for j, sim in idx.match(qv, threshold, max_df):
                 w = sim * float(idx.idf[j])
-                for row in idx.postings[j]:
+                for row in idx.postings(j):
                     r = int(row)
                     if w > best.get(r, 0.0):
                         best[r] = w
