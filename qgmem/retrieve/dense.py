@@ -84,7 +84,9 @@ def _ivf_add(idx, centroids: np.ndarray, chunk: np.ndarray) -> None:
     import faiss
 
     x = np.ascontiguousarray(chunk, dtype=np.float32)
-    cell = np.ascontiguousarray(matmul(x, centroids.T).argmax(axis=1), dtype=np.int64)
+    cell = np.empty(len(x), dtype=np.int64)
+    for lo in range(0, len(x), 8192):  # 8192 x cells scores at a time (134 MB at 4096 cells)
+        cell[lo:lo + 8192] = matmul(x[lo:lo + 8192], centroids.T).argmax(axis=1)
     idx.add_core(len(x), faiss.swig_ptr(x), None, faiss.swig_ptr(cell))
 
 
@@ -173,6 +175,22 @@ class DenseIndex:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(i), float(scores[i])) for i in top]
 
+    def above(self, qvec: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosines) of every row at or above the threshold, rows increasing (exact or compressed IVF:
+        a compressed index finds only the rows in its `nprobe` cells nearest the query)."""
+        q = np.asarray(qvec, dtype=np.float32).reshape(-1)
+        if self.kind == "hnsw":
+            raise ValueError("an HNSW dense index answers top-n searches only")
+        if self.kind == "exact":
+            sims = matvec(self.matrix, q) if self.n else np.zeros(0, np.float32)
+            rows = np.flatnonzero(sims >= threshold)
+            return rows, sims[rows]
+        radius = float(np.nextafter(np.float32(threshold), np.float32(-np.inf)))  # FAISS keeps sim > radius
+        _, sims, rows = self._index.range_search(q.reshape(1, -1), radius)
+        keep = sims >= threshold
+        order = np.argsort(rows[keep], kind="stable")
+        return rows[keep][order].astype(np.int64), sims[keep][order]
+
     def scores_for(self, qvec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Cosine of the query with the given rows only (used to order attribute matches); a compressed
         index decodes the rows' codes (the same approximate vectors its search scores)."""
@@ -188,19 +206,19 @@ def exact_top_k(chunks: Iterable[np.ndarray], queries: np.ndarray, k: int) -> np
     """Rows of each query's exact top-k inner products over the concatenated chunks, best first, holding
     one chunk at a time: the reference for the recall of an index whose float vectors were never kept."""
     q = np.asarray(queries, dtype=np.float32)
-    best_s = np.full((len(q), 0), -np.inf, dtype=np.float32)
+    best_s = np.zeros((len(q), 0), dtype=np.float32)
     best_i = np.zeros((len(q), 0), dtype=np.int64)
     base = 0
     for c in chunks:
-        s = np.concatenate([best_s, matmul(q, np.asarray(c, dtype=np.float32).T)], axis=1)
-        i = np.concatenate([best_i, np.broadcast_to(np.arange(base, base + len(c)), (len(q), len(c)))], axis=1)
+        s = matmul(q, np.asarray(c, dtype=np.float32).T)
+        top = np.argpartition(-s, k - 1, axis=1)[:, :k] if s.shape[1] > k else np.broadcast_to(
+            np.arange(s.shape[1]), s.shape)
+        s = np.concatenate([best_s, np.take_along_axis(s, top, 1)], axis=1)
+        i = np.concatenate([best_i, top + base], axis=1)
         base += len(c)
-        if s.shape[1] > k:
-            part = np.argpartition(-s, k - 1, axis=1)[:, :k]
-            s, i = np.take_along_axis(s, part, 1), np.take_along_axis(i, part, 1)
-        best_s, best_i = s, i
-    order = np.argsort(-best_s, axis=1, kind="stable")
-    return np.take_along_axis(best_i, order, 1)
+        keep = np.argsort(-s, axis=1, kind="stable")[:, :k]  # earlier rows first among equal scores
+        best_s, best_i = np.take_along_axis(s, keep, 1), np.take_along_axis(i, keep, 1)
+    return best_i
 
 
 def recall_at_k(found: Sequence[Sequence[int]], exact: np.ndarray, k: int) -> float:
