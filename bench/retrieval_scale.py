@@ -164,6 +164,8 @@ def build_dense(syn: Synth, cfg: RetrievalConfig, kind: str, qrows: np.ndarray, 
 
     if kind == "ivf":
         spec = IVFSpec(0, cfg.ivf_codec, cfg.ivf_nlist, cfg.ivf_nprobe, cfg.ivf_train_size, syn.chunk)
+        print(f"[{syn.n:,}] dense (ivf): the first {spec.train_count(syn.n):,} vectors train {spec.cells(syn.n):,} "
+              f"cells (one thread: minutes), then every chunk is added", flush=True)
         dense = DenseIndex.from_chunks(ph.chunks(syn, make), syn.n, DIM, spec)
     else:
         matrix = np.concatenate(list(ph.chunks(syn, make)))
@@ -305,7 +307,8 @@ def _table(rows: list[dict]) -> None:
           "| B/unit bm25 / dense / attr | peak RSS GB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        rec = f"{r['recall@10']:.3f} / {r['recall@100']:.3f}" if "recall@10" in r else "exact"
+        rec = f"{r['recall@10']:.3f} / {r['recall@100']:.3f}" if "recall@10" in r else (
+            "exact" if r["dense"] == "exact" else "not measured")
         builds = " / ".join(f"{c['build_s']:,.0f}" for c in (r["bm25"], r["dense_build"], r["attr"]))
         per_unit = " / ".join(f"{c['bytes_per_unit']:,.0f}" for c in (r["bm25"], r["dense_build"], r["attr"]))
         print(f"| {r['n']:,} | {r['dense']} | {r['p50_ms']:.2f} | {r['p95_ms']:.2f} | {r['p50_ms'] / base:.2f} | "
@@ -330,7 +333,8 @@ def main() -> int:
     ap.add_argument("--chunk", type=int, default=100_000, help="units generated and indexed at once")
     ap.add_argument("--query-noise", type=float, default=1.0, help="norm of the perturbation of a query's unit")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1, help="FAISS threads (training, adding); queries run one at a time")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="FAISS threads (training, adding); queries run one at a time")
     a = ap.parse_args()
     rows = []
     for n in a.sizes:

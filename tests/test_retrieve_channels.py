@@ -221,7 +221,8 @@ def test_attribute_columns_and_name_cells_give_the_unit_built_index_results() ->
 
     enc = _Vocab()
     units = [_unit(0, ["Rex"], t0="2023-05-02", t1="2023-05-02"), _unit(1, ["Globex"], loc="Paris, France"),
-             _unit(2, [], loc="London", t0="2023-05-03", t1="2023-05-04"), _unit(3, [], t0="2023-05-01", t1="2023-05-31"),
+             _unit(2, [], loc="London", t0="2023-05-03", t1="2023-05-04"),
+             _unit(3, [], t0="2023-05-01", t1="2023-05-31"),
              _unit(4, ["my dog Rex"]), _unit(5, [], t0="2023-05-02", t1="2023-05-02")]
     by_units = AttributeIndex(units, enc, time_fallback_utterance=False)
     names = NameColumn.of_lists([[*u.entities, u.subject] for u in units])
