@@ -234,3 +234,32 @@ def test_bf16_on_a_cpu_without_bf16_units_warns(monkeypatch) -> None:
     monkeypatch.setattr(E, "native_bf16", lambda: False)
     with pytest.warns(UserWarning, match="no bfloat16 units"):
         E.Embedder("minilm@8:bf16")
+
+
+def test_attribute_columns_and_name_cells_give_the_unit_built_index_results() -> None:
+    """The array-built index (very large memories) and IVF name cells answer as the index of AtomicUnits;
+    name and time scores add up, ties keep names first, then time matches in start order."""
+    from qgmem.retrieve.attributes import NO_END, NO_START, NameColumn
+
+    enc = _Vocab()
+    units = [_unit(0, ["Rex"], t0="2023-05-02", t1="2023-05-02"), _unit(1, ["Globex"], loc="Paris, France"),
+             _unit(2, [], loc="London", t0="2023-05-03", t1="2023-05-04"),
+             _unit(3, [], t0="2023-05-01", t1="2023-05-31"),
+             _unit(4, ["my dog Rex"]), _unit(5, [], t0="2023-05-02", t1="2023-05-02")]
+    by_units = AttributeIndex(units, enc, time_fallback_utterance=False)
+    names = NameColumn.of_lists([[*u.entities, u.subject] for u in units])
+    places = NameColumn.of_lists([[u.location] if u.location else [] for u in units])
+    start = [738642, NO_START, 738643, 738641, NO_START, 738642]
+    end = [738642, NO_END, 738644, 738671, NO_END, 738642]
+    weight = np.asarray([1, 0, 1, 1, 0, 1], np.float32)
+    cols = AttributeIndex.from_columns(6, enc, names, places, np.asarray(start), np.asarray(end), weight)
+    cells = AttributeIndex(units, enc, time_fallback_utterance=False, name_cells_above=0)
+    c = QueryConstraints(entities=["Rex"], time_start="2023-05-02", time_end="2023-05-03")
+    want = by_units.search(c, [enc.vec("Rex")], None, 0.6, 10)
+    # Rex + the day; the day alone (2.0) in start order; "my dog Rex" alone (0.8 * idf 1.39)
+    assert [r for r, _ in want] == [0, 3, 5, 2, 4]
+    assert want[0][1] == pytest.approx(want[4][1] / 0.8 + 2.0, rel=1e-6) and want[1][1] == want[3][1] == 2.0
+    for ix in (cols, cells):
+        assert ix.search(c, [enc.vec("Rex")], None, 0.6, 10) == want
+        assert ix.search(QueryConstraints(location="Paris"), [], enc.vec("Paris"), 0.6, 10) == [(1, pytest.approx(
+            by_units.search(QueryConstraints(location="Paris"), [], enc.vec("Paris"), 0.6, 10)[0][1]))]

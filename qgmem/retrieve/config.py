@@ -57,6 +57,11 @@ class RetrievalConfig:
     hnsw_m: int = 32
     hnsw_ef_construction: int = 80
     hnsw_ef_search: int = 128
+    dense_compress_above: int = 1_000_000  # above this many units the dense channel keeps FAISS IVF codes, not float32
+    ivf_codec: str = "SQ8"  # FAISS code of a compressed vector (SQ8: 1 byte per dimension, ~0.4 KB per 384-d unit)
+    ivf_nlist: int = 0  # coarse cells of the compressed index; 0 = 4 * sqrt(units) within [64, 4096]
+    ivf_nprobe: int = 64  # cells scanned per query (recall against build and query time)
+    ivf_train_size: int = 0  # vectors sampled to train the cells; 0 = 40 per cell
     max_query_chars: int = 2000  # longer questions are cut (and flagged in the working memory meta)
     extractor: str = "rule"  # construction: "rule" | "llm"
     allow_partial: bool = False  # serve a memory whose build left windows unextracted (reports must say so)

@@ -21,6 +21,8 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -94,39 +96,98 @@ def _lucene_idf(df: int, n: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-def bm25_postings(texts: list[str], k1: float, b: float) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """(vocabulary, posting term, posting document, posting weight) of `texts`: bm25s's "lucene" BM25
-    weight idf * tf / (tf + k1 * (1 - b + b * len / avg len)), computed in float64 and stored as
-    float32 exactly as bm25s does, so weights match it bit for bit."""
+CHUNK_DOCS = 100_000  # documents counted per chunk: only a chunk's per-document arrays exist at once
+
+
+def _count_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(term ids, counts, distinct terms per document, tokens per document) of a chunk, as flat arrays."""
     tc = term_counts()
     per_doc = [tc.counts(t) for t in texts]
-    lens = np.asarray([n for _, _, n in per_doc], dtype=np.int64)
-    g = np.concatenate([ids for ids, _, _ in per_doc]) if per_doc else np.zeros(0, np.int64)
+    distinct = np.fromiter((len(ids) for ids, _, _ in per_doc), dtype=np.int32, count=len(per_doc))
+    lens = np.fromiter((n for _, _, n in per_doc), dtype=np.int64, count=len(per_doc))
+    if not distinct.sum():
+        return np.zeros(0, np.int32), np.zeros(0, np.int32), distinct, lens
+    ids = np.concatenate([i for i, _, _ in per_doc]).astype(np.int32)
+    cnt = np.concatenate([c for _, c, _ in per_doc]).astype(np.int32)
+    return ids, cnt, distinct, lens
+
+
+def _weights(idf: np.ndarray, term: np.ndarray, tf: np.ndarray, norm: np.ndarray, doc: np.ndarray,
+             step: int = 1 << 22) -> np.ndarray:
+    """idf * tf / (tf + norm) per posting in float64, stored as float32, a slice at a time (bounded temporaries)."""
+    out = np.empty(len(term), dtype=np.float32)
+    for lo in range(0, len(term), step):
+        sl = slice(lo, lo + step)
+        f = tf[sl].astype(np.float32).astype(np.float64)
+        out[sl] = (idf[term[sl]].astype(np.float64) * (f / (norm[doc[sl]] + f))).astype(np.float32)
+    return out
+
+
+class Postings(NamedTuple):
+    terms: list[str]  # vocabulary, by term id
+    term: np.ndarray  # per posting (int32)
+    doc: np.ndarray  # per posting, document order (int32)
+    weight: np.ndarray  # per posting (float32)
+    n_docs: int
+
+
+def bm25_postings_chunks(chunks: Iterable[list[str]], k1: float, b: float) -> Postings:
+    """The postings of the documents of all chunks (documents numbered in order) with bm25s's "lucene" BM25
+    weight idf * tf / (tf + k1 * (1 - b + b * len / avg len)), computed in float64 and stored as float32
+    exactly as bm25s does, so weights match it bit for bit. Only one chunk's per-document arrays exist at
+    a time; the postings are flat int32 / float32 arrays (12 bytes each), so 10^7 documents fit in memory."""
+    parts = [_count_chunk(list(c)) for c in chunks]
+    lens = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
+    g = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
     if not len(g):
-        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
-    tf = np.concatenate([c for _, c, _ in per_doc]).astype(np.float32).astype(np.float64)
-    doc = np.repeat(np.arange(len(texts), dtype=np.int64), [len(ids) for ids, _, _ in per_doc])
-    uniq, term = np.unique(g, return_inverse=True)
-    df = np.bincount(term, minlength=len(uniq))
-    idf_of = {int(d): _lucene_idf(int(d), len(texts)) for d in np.unique(df)}
+        return Postings([], np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32), len(lens))
+    tf = np.concatenate([p[1] for p in parts])
+    distinct = np.concatenate([p[2] for p in parts])
+    del parts
+    doc = np.repeat(np.arange(len(lens), dtype=np.int32), distinct)
+    df_all = np.bincount(g)  # by process-wide term id; the vocabulary is the ids that occur, in id order
+    uniq = np.flatnonzero(df_all)
+    remap = np.cumsum(df_all > 0, dtype=np.int64) - 1
+    term = remap[g].astype(np.int32)
+    del g, remap
+    df = df_all[uniq]
+    idf_of = {int(d): _lucene_idf(int(d), len(lens)) for d in np.unique(df)}
     idf = np.asarray([idf_of[int(d)] for d in df], dtype=np.float32)
     norm = k1 * ((1 - b) + b * lens.astype(np.float64) / lens.mean())  # per document
-    weight = (idf[term].astype(np.float64) * (tf / (norm[doc] + tf))).astype(np.float32)
-    return [tc.terms[i] for i in uniq], term, doc, weight
+    weight = _weights(idf, term, tf, norm, doc)
+    tc = term_counts()
+    return Postings([tc.terms[i] for i in uniq], term, doc, weight, len(lens))
+
+
+def bm25_postings(texts: list[str], k1: float, b: float) -> Postings:
+    """`bm25_postings_chunks` of one list of texts, counted `CHUNK_DOCS` documents at a time."""
+    return bm25_postings_chunks((texts[i:i + CHUNK_DOCS] for i in range(0, len(texts), CHUNK_DOCS)), k1, b)
 
 
 class LexicalIndex:
     def __init__(self, texts: list[str], k1: float = 1.2, b: float = 0.75, max_postings: int = 0):
-        self.n = len(texts)
+        self._build(bm25_postings(texts, k1, b), max_postings)
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[list[str]], k1: float = 1.2, b: float = 0.75,
+                    max_postings: int = 0) -> LexicalIndex:
+        """The index of the concatenated chunks, without ever holding every text (very large memories)."""
+        ix = cls.__new__(cls)
+        ix._build(bm25_postings_chunks(chunks, k1, b), max_postings)
+        return ix
+
+    def _build(self, posts: Postings, max_postings: int) -> None:
+        self.n = posts.n_docs
         self.max_postings = max_postings
         self.vocab: dict[str, int] = {}
         if not self.n:
             return
-        terms, term, doc, weight = bm25_postings(texts, k1, b)
+        terms, term, doc, weight, _ = posts
         self.vocab = {t: i for i, t in enumerate(terms)}
         order = np.lexsort((doc, -weight, term))  # per term: highest weight first, then document order
         self.data = weight[order]
         self.indices = doc[order]
+        del order
         self.indptr = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(np.bincount(term, minlength=len(terms)), out=self.indptr[1:])
 

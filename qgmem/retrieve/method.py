@@ -21,7 +21,7 @@ from qgmem.types import AtomicUnit, Conversation, MemoryItem, MemoryTrace, Metho
 
 from .attributes import AttributeIndex
 from .config import RetrievalConfig
-from .dense import DenseIndex
+from .dense import DenseIndex, ivf_spec
 from .documents import UnitTexts
 from .fusion import Ranked, rrf
 from .lexical import LexicalIndex
@@ -142,7 +142,7 @@ class QGMemRetriever(MethodBase):
         self._index[ns] = _ConvIndex(
             units=units, texts=texts, lexical=LexicalIndex(docs, max_postings=cfg.lexical_max_postings),
             dense=DenseIndex(emb if len(units) else np.zeros((0, self.embedder.dim), np.float32), cfg.ann_threshold,
-                             cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search),
+                             cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search, ivf_spec(cfg)),
             attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
             row_of=row_of, trace_rows=trace_rows, turns=turns, latest_row=latest, update_row=update,
         )
