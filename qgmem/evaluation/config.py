@@ -136,12 +136,16 @@ class RetrievalBenchConfig:
     # "I/N": score only the conversations of shard I of N (qgmem.sharding), into run <run_name>.shard-I-of-N
     # with the store <store_dir>.shard-I-of-N (what `qgmem build --shard I/N` wrote); `qgmem merge-runs` joins them
     shard: str | None = None
+    # which conversations a shard holds: "hash" (sha256 of the id mod N: the rule `qgmem build --shard` uses, so an
+    # evaluation shard reads its build shard's store) or "position" (the selection's i-th conversation goes to shard
+    # i mod N: balanced to one conversation; `workers: N` uses it, each worker building its own store)
+    shard_by: str = "hash"
     # processes scoring shards side by side on this machine (qgmem.evaluation.workers), cores // workers threads each;
     # their shard runs are merged into this run
     workers: int = 1
 
     RESUME_KEYS: ClassVar[tuple[str, ...]] = ("task", "benchmark", "data_dir", "data_options", "subset", "methods",
-                                               "method_options", "k", "token_budget", "retrieval", "shard", "workers")
+                                               "method_options", "k", "token_budget", "retrieval", "shard", "shard_by", "workers")
 
     def __post_init__(self) -> None:
         if self.task != "retrieval":
@@ -153,6 +157,8 @@ class RetrievalBenchConfig:
             raise ValueError(f"RetrievalBenchConfig.k must be >= 1, got {self.k}")
         if self.shard is not None:
             parse_shard(str(self.shard), "RetrievalBenchConfig.shard")
+        if self.shard_by not in ("hash", "position"):
+            raise ValueError(f"RetrievalBenchConfig.shard_by: {self.shard_by!r} is not 'hash' or 'position'")
         if self.workers < 1:
             raise ValueError(f"RetrievalBenchConfig.workers must be >= 1, got {self.workers}")
 

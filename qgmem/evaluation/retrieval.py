@@ -135,7 +135,8 @@ def _run(cfg: RetrievalBenchConfig, run_dir: Path, conversations: list[Conversat
     lme = is_longmemeval(cfg)
     selection = select(conversations if conversations is not None else load_benchmark(cfg), cfg.subset)
     if shard is not None:  # after the subset, so that the shards together score the unsharded run's questions
-        selection = [(c, qs) for c, qs in selection if shard.holds(c.id)]
+        selection = selection[shard.index::shard.count] if cfg.shard_by == "position" else \
+            [(c, qs) for c, qs in selection if shard.holds(c.id)]
     store = MemoryStore(sharded_name(cfg.store_dir, shard) if cfg.store_dir else run_dir / "store")
     methods = make_run_methods(cfg, store)
     runner = {name: next(n for n, o in methods.items() if o is m) for name, m in methods.items()}  # first name of each object

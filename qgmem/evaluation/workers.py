@@ -1,7 +1,8 @@
 """`workers: N` in a retrieval config: score the conversations in N processes on one machine.
 
-Each worker is the shard run ``<run>.shard-I-of-N`` of `qgmem.sharding` (with its own store,
-``<store_dir>.shard-I-of-N``), exactly what a cluster array job runs, started here as a process
+Each worker is the shard run ``<run>.shard-I-of-N`` (with its own store, ``<store_dir>.shard-I-of-N``),
+what a cluster array job runs, with shards by position (``shard_by: position``: the selection's i-th
+conversation goes to worker i mod N, so the workers finish together), started here as a process
 with ``cores // N`` threads (embedding and parsing use one thread each on two cores, instead of
 two processes fighting over a shared pool). When every worker has finished, the parent run's
 rows, summary and report are the merge of the shard runs (`qgmem.evaluation.merge_runs`), so a
@@ -49,7 +50,7 @@ def run_workers(cfg: RetrievalBenchConfig, run_dir: Path, target: Callable[[dict
     procs, dirs = [], []
     for i in range(n):
         shard = Shard(i, n)
-        sub = {**to_dict(cfg), "shard": str(shard), "run_name": cfg.run_name}
+        sub = {**to_dict(cfg), "shard": str(shard), "shard_by": "position", "run_name": cfg.run_name}
         dirs.append(run_dir.parent / sharded_name(str(cfg.run_name), shard))
         p = ctx.Process(target=target, args=(sub, threads), name=f"qgmem-shard-{i}-of-{n}")
         p.start()
