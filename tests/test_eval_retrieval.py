@@ -132,3 +132,19 @@ def test_ablations_get_their_retrieval_changes_and_dense_turns_the_run_embedder(
     assert ms["qgmem-lexical-only"].name == "qgmem-lexical-only"
     assert ms["dense-turns"].embedder.name == ms["qgmem-activation"].embedder.name  # the run's retrieval.embedder
     assert len({id(m) for m in ms.values()}) == 4
+
+
+def test_longmemeval_abstention_questions_are_counted_not_scored() -> None:
+    """LongMemEval's official retrieval metrics leave out "_abs" questions, even with evidence turns."""
+    from qgmem.evaluation.retrieval_summary import _score_rows
+
+    sc = {"recall": 1.0, "all_hit": 1.0, "precision": 0.1, "ndcg": 1.0, "budget_recall": 1.0}
+    rows = [{"qid": "q1/q1", "scores": sc, "latency_ms": 1.0, "context_tokens": 5, "official": {"turn_recall_all@10": 1.0}},
+            {"qid": "q2_abs/q2_abs", "scores": {**sc, "recall": 0.0}, "latency_ms": 1.0, "context_tokens": 5,
+             "official": {"turn_recall_all@10": 0.0}},
+            {"qid": "q3/q3", "scores": None, "latency_ms": 1.0, "context_tokens": 5}]
+    lme = _score_rows(rows, 10, longmemeval=True)
+    assert (lme["questions"], lme["scored"], lme["no_gold"], lme["abstention"]) == (3, 1, 1, 1)
+    assert lme["recall"] == 1.0 and lme["turn_recall_all@10"] == 1.0
+    other = _score_rows(rows, 10, longmemeval=False)  # elsewhere an "_abs" id means nothing
+    assert other["scored"] == 2 and other["recall"] == 0.5 and "abstention" not in other

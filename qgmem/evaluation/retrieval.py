@@ -9,7 +9,8 @@ official recall_any/recall_all@5/@10 and nDCG@5/@10 on sessions and turns. Run f
 resume rule and question key are the QA harness's (`qgmem.evaluation.runs`): rows go to
 `retrieval.jsonl` as they are produced, so a killed run resumes where it stopped. Questions without
 gold evidence are counted, not scored; so are gold ids that name no turn. `shard: I/N` scores one
-shard of the conversations (`qgmem.sharding`); `qgmem merge-runs` joins the shard runs.
+shard of the conversations (`qgmem.sharding`); `qgmem merge-runs` joins the shard runs; `workers: N`
+runs N shards as local processes and writes their merge as the run (`qgmem.evaluation.workers`).
 """
 
 from __future__ import annotations

@@ -23,9 +23,18 @@ def is_longmemeval(cfg: RetrievalBenchConfig) -> bool:
     return cfg.benchmark.lower().startswith("longmemeval")
 
 
+def abstention(row: dict[str, Any], longmemeval: bool) -> bool:
+    """LongMemEval's abstention questions (ids ending "_abs"): its official retrieval evaluation leaves them
+    out, even those whose haystack marks evidence turns, and so do we (counted apart)."""
+    return longmemeval and row["qid"].endswith("_abs")
+
+
 def _score_rows(rows: list[dict[str, Any]], k: int, longmemeval: bool) -> dict[str, Any]:
-    scored = [r for r in rows if r["scores"] is not None]
-    out: dict[str, Any] = {"questions": len(rows), "scored": len(scored), "no_gold": len(rows) - len(scored)}
+    scored = [r for r in rows if r["scores"] is not None and not abstention(r, longmemeval)]
+    out: dict[str, Any] = {"questions": len(rows), "scored": len(scored),
+                           "no_gold": sum(r["scores"] is None for r in rows)}
+    if longmemeval:
+        out["abstention"] = sum(abstention(r, longmemeval) for r in rows)
     for m in ("recall", "all_hit", "precision", "ndcg", "budget_recall"):
         out[m] = rm.mean([r["scores"][m] for r in scored])
     lat = [r["latency_ms"] for r in rows]
@@ -85,8 +94,8 @@ def _summarise(cfg: RetrievalBenchConfig, rows: dict[str, list[dict[str, Any]]],
         add("dev conversations", lambda r: r["qid"].split("/")[0] in dev)
     for cat in sorted({r["category"] for rs in rows.values() for r in rs}):
         add(f"category {cat}", lambda r, c=cat: r["category"] == c)
-    if lme:  # LongMemEval's abstention questions (ids "*_abs") have nothing to retrieve: counted, not scored
-        add("abstention questions (not scored)", lambda r: r["qid"].endswith("_abs"))
+    if lme:
+        add("abstention questions (not scored)", lambda r: abstention(r, lme))
     return {"task": "retrieval", "benchmark": cfg.benchmark, "run": cfg.run_name, "methods": list(cfg.methods),
             "k": cfg.k, "token_budget": cfg.token_budget, "token_count": TOKEN_DEFINITION,
             "conversations": n_convs, "unmatched_gold_ids": unmatched, "shard": cfg.shard,
@@ -98,8 +107,9 @@ def _markdown(cfg: RetrievalBenchConfig, summary: dict[str, Any], lme: bool) -> 
                "context_tokens_mean"]
     md = (f"# Retrieval: {cfg.benchmark}\n\nk = {cfg.k}; budget recall at {cfg.token_budget} tokens "
           f"({TOKEN_DEFINITION} of each entry as the answer prompt shows it, for every method); "
-          f"{summary['conversations']} conversations; questions without gold "
-          f"evidence are not scored (column n counts scored questions); unmatched gold ids: "
+          f"{summary['conversations']} conversations; questions without gold evidence "
+          f"{'(and LongMemEval abstention questions) ' if lme else ''}"
+          f"are not scored (column n counts scored questions); unmatched gold ids: "
           f"{summary['unmatched_gold_ids']}.\n")
     if cfg.shard:
         md += f"\n**Shard {cfg.shard} only** (its conversations; `qgmem merge-runs` joins the shards).\n"
