@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's default token pattern
-MEMO_DOCS = 500_000  # documents whose term counts one process remembers (about 100 MB)
+MEMO_DOCS = 500_000  # documents whose term counts one process remembers (about 0.5 GB at the cap, ~1 KB each)
 
 
 class _TermCounts:
