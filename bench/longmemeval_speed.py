@@ -8,8 +8,8 @@
 2. Rule extraction: the haystacks of the first `--questions` questions in order, every window parsed
    vs windows remembered by content (a session shared by several haystacks is parsed once); turns/s,
    the ratio and whether both give the same units.
-The third speed-up, `workers: 2` (two processes, one thread each), is timed by the full run itself
-(bench/RESULTS.md gives both wall times). Reads $QGMEM_DATA_DIR; one thread throughout.
+The third, `workers: 2` (two processes, one thread each), shows in the full run itself: both cores busy
+(CPU utilisation in bench/RESULTS.md), not measured against one worker here. Reads $QGMEM_DATA_DIR; one thread.
 """
 
 from __future__ import annotations
