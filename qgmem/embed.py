@@ -6,7 +6,7 @@ A name may end in `@N` to cut every input at N word pieces (`minilm@128`: MiniLM
 128-token inputs, and long chat messages then cost half), and then in `:bf16` to run the model's
 matrix products in bfloat16 (`minilm@128:bf16`): on a CPU with AMX or AVX512-BF16 units that is about
 3x faster than float32 for the same weights, with vectors within 1e-4 cosine of the float32 ones
-(bench/embed_precision.py measures both on the machine at hand). Both suffixes are part of the name,
+(bench/longmemeval_speed.py measures both on the machine at hand). Both suffixes are part of the name,
 so vectors cached under one setting are never served for another.
 """
 

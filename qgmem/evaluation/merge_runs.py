@@ -114,8 +114,8 @@ class ShardRows:
         return sum(s["unmatched_gold_ids"] for s in self.summaries)
 
 
-def collect_shards(shard_dirs: list[str | Path], methods: list[str]) -> ShardRows:
-    """Read and check the finished shard runs `shard_dirs` of a run of `methods`."""
+def collect_shards(shard_dirs: list[str | Path]) -> ShardRows:
+    """Read and check the finished shard runs `shard_dirs` (one run's: the same settings, methods included)."""
     if not shard_dirs:
         raise MergeRunsError("no shard runs given")
     runs, summaries = [], []
@@ -124,7 +124,7 @@ def collect_shards(shard_dirs: list[str | Path], methods: list[str]) -> ShardRow
         runs.append((d, cfg, shard))
         summaries.append(summary)
     _check_shards(runs)
-    runner = {name: summaries[0].get("same_as", {}).get(name, name) for name in methods}
+    runner = {name: summaries[0].get("same_as", {}).get(name, name) for name in runs[0][1].methods}
     rows: dict[str, list[dict[str, Any]]] = {first: [] for first in runner.values()}
     merged = _rows(runs)
     for row in merged:
@@ -139,12 +139,9 @@ def merge_runs(into: str | Path, shard_dirs: list[str | Path]) -> dict[str, Any]
     into = Path(into)
     if into.exists():
         raise MergeRunsError(f"--into {into}: exists already; name a new run folder")
-    if not shard_dirs:
-        raise MergeRunsError("no shard runs given")
-    first, _, _ = _shard_run(Path(shard_dirs[0]))
-    cfg = from_dict(RetrievalBenchConfig, {**to_dict(first), "shard": None, "run_name": into.name,
+    got = collect_shards(shard_dirs)
+    cfg = from_dict(RetrievalBenchConfig, {**to_dict(got.runs[0][1]), "shard": None, "run_name": into.name,
                                            "output_dir": str(into.parent.parent)}, "merged config")
-    got = collect_shards(shard_dirs, cfg.methods)
     tmp = into.parent / f".{into.name}.merging"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

@@ -113,7 +113,7 @@ def _merge_workers(cfg: RetrievalBenchConfig, run_dir: Path) -> dict[str, Any]:
     from qgmem.evaluation.merge_runs import collect_shards, merged_from, write_merged
     from qgmem.evaluation.workers import run_workers
 
-    got = collect_shards(run_workers(cfg, run_dir, _shard_worker), cfg.methods)
+    got = collect_shards(run_workers(cfg, run_dir, _shard_worker))
     summary = write_merged(run_dir, cfg, got)
     meta = read_meta(run_dir)
     atomic_write_json(run_dir / META, {**meta, "merged_from": merged_from(got)})
