@@ -20,3 +20,16 @@ def cache_dir() -> Path:
     p = Path(os.environ.get("QGMEM_CACHE_DIR", Path.home() / ".cache" / "qgmem")).expanduser()
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def repo_checkpoint(path: str | Path) -> Path:
+    """A shipped checkpoint named relative to the checkout (``checkpoints/reranker/...``): the path as given
+    when it exists (from the working directory, or absolute), else under $QGMEM_CHECKPOINT_DIR, else under
+    the checkout's own folder beside the package, so configs work from any working directory."""
+    p = Path(path).expanduser()
+    if p.exists() or p.is_absolute():
+        return p
+    parts = p.parts[1:] if p.parts and p.parts[0] == "checkpoints" else p.parts
+    if os.environ.get("QGMEM_CHECKPOINT_DIR"):
+        return Path(os.environ["QGMEM_CHECKPOINT_DIR"]).expanduser().joinpath(*parts)
+    return Path(__file__).resolve().parent.parent.joinpath("checkpoints", *parts)

@@ -195,8 +195,9 @@ def test_turn_channels_rank_units_by_their_raw_turn() -> None:
     vecs = np.eye(3, dtype=np.float32)
     idx = TurnIndex.build(turn_ids, docs, units, vecs)
     # every unit of the matching turn is one tied group; the turn without units ("ok") never appears
-    assert idx.lexical_groups("kitten", 10) == [[0, 2]]
-    assert idx.dense_groups(np.array([1, 0, 0], np.float32), 3) == [[1], [0, 2]]
+    assert idx.groups(idx.lexical_hits("kitten", 10)) == [[0, 2]]
+    assert idx.groups(idx.dense_hits(np.array([1, 0, 0], np.float32), 3)) == [[1], [0, 2]]
+    assert idx.positions(["D1:3", "D9:9", "D1:1"]) == [2, 0]
 
 
 def test_embedder_name_suffix_caps_the_input_length() -> None:

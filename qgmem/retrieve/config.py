@@ -9,8 +9,8 @@ from qgmem.llm.config import LLMConfig
 
 @dataclass
 class RerankConfig:
-    kind: str = "none"  # "none" | "cross-encoder" | "llm" (yes/no logits, local causal LM) | "chat" (yes/no via a ChatBackend)
-    model: str = ""  # cross-encoder or causal LM name/path; "smollm2" resolves to the local copy
+    kind: str = "none"  # "none" | "learned" (MLP over pool features) | "cross-encoder" | "llm" (yes/no logits, local causal LM) | "chat" (yes/no via a ChatBackend)
+    model: str = ""  # ranker folder, cross-encoder or causal LM name/path; "smollm2" resolves to the local copy
     top_n: int = 100  # rerank at most this many pool candidates (the rest keep fusion order below them)
     batch_size: int = 16
     max_length: int = 512  # tokens per (query, document) pair

@@ -29,7 +29,8 @@ from .qcache import encode_queries
 from .query import QueryConstraints, QueryParser
 from .states import question_tense, reorder
 from .states import trace_rows as trace_rows_of
-from .rerank import NoReranker, Reranker, make_reranker
+from .features import PoolView, pool_features
+from .rerank import NoReranker, PoolRanker, Reranker, make_reranker
 from .turns import TurnIndex, dated_turns, turn_document
 
 CHANNELS = ("lexical", "dense", "attribute", "turn-lexical", "turn-dense")
@@ -134,10 +135,11 @@ class QGMemRetriever(MethodBase):
                 trace_rows[r] = [x for x in rows if x != r]
         latest, update = trace_rows_of(units, traces)
         turns = None
-        if conversation is not None and {"turn-lexical", "turn-dense"} & set(cfg.channels):
+        if conversation is not None and ({"turn-lexical", "turn-dense"} & set(cfg.channels) or self._wants_turns()):
             pairs = dated_turns(conversation)
             turn_ids, turn_docs = [t.id for t, _ in pairs], [d for _, d in pairs]
-            vecs = self._encode_cached(ns, "turns", turn_docs) if "turn-dense" in cfg.channels else None
+            dense_turns = "turn-dense" in cfg.channels or self._wants_turns()
+            vecs = self._encode_cached(ns, "turns", turn_docs) if dense_turns else None
             turns = TurnIndex.build(turn_ids, turn_docs, units, vecs, cfg.lexical_max_postings)
         self._index[ns] = _ConvIndex(
             units=units, texts=texts, lexical=LexicalIndex(docs, max_postings=cfg.lexical_max_postings),
@@ -196,20 +198,10 @@ class QGMemRetriever(MethodBase):
             meta.update(empty_memory=True, latency_ms=(time.perf_counter() - t0) * 1000)
             return WorkingMemory(question=question, items=[], method=self.name, context_tokens=0, meta=meta)
 
-        c = self.parser.parse(text, question.question_time, self._known_names(idx, text))
-        meta["constraints"] = {"entities": c.entities, "location": c.location, "time": [c.time_start, c.time_end],
-                               "source": c.source}
-        qtexts = [text, *c.entities, *([c.location] if c.location else [])]
-        t_enc = time.perf_counter()
-        qv, encode_ms = encode_queries(self.embedder, qtexts)
-        t_skip = time.perf_counter() - t_enc  # replaced by the encoding's own measured cost
+        # the encoding's wall time (a cached vector costs ~0 here) is replaced by its own measured cost
+        view, encode_ms, t_skip = self._pool(idx, text, question.question_time, meta)
         meta["encode_ms"] = encode_ms
-        ranked = self._channels(idx, c, text, qv)
-        meta["channel_sizes"] = {kk: len(v) for kk, v in ranked.items()}
-        pool = rrf(ranked, cfg.rrf_k, cfg.channel_weights, cfg.pool_size)
-        if cfg.use_traces and idx.trace_rows:
-            pool = self._expand_traces(idx, pool)
-        rows, scores = self._rerank(idx, text, pool)
+        rows, scores = self._rerank(idx, view, meta)
         if cfg.use_traces and cfg.state_order and idx.latest_row:
             tense = question_tense(text)
             meta["tense"] = tense
@@ -220,25 +212,67 @@ class QGMemRetriever(MethodBase):
         meta["latency_ms"] = (time.perf_counter() - t0 - t_skip) * 1000 + encode_ms
         return wm
 
-    def _channels(self, idx: _ConvIndex, c: QueryConstraints, text: str, qv: np.ndarray) -> dict[str, Ranked]:
+    def pool(self, question: Question) -> PoolView:
+        """The question's fused candidate pool with the channel evidence behind it (training data for
+        the learned ranker reads this; `activate` reranks and selects from it)."""
+        idx = self._index[question.conversation_id]
+        return self._pool(idx, (question.text or "")[:self.cfg.max_query_chars], question.question_time, {})[0]
+
+    def _pool(self, idx: _ConvIndex, text: str, question_time: str | None,
+              meta: dict[str, object]) -> tuple[PoolView, float, float]:
+        """(pool view, query-encoding milliseconds, the encoding's wall seconds here): constraints ->
+        channels -> RRF -> trace expansion."""
         cfg = self.cfg
+        c = self.parser.parse(text, question_time, self._known_names(idx, text))
+        meta["constraints"] = {"entities": c.entities, "location": c.location, "time": [c.time_start, c.time_end],
+                               "source": c.source}
+        t_enc = time.perf_counter()
+        qv, encode_ms = encode_queries(self.embedder, [text, *c.entities, *([c.location] if c.location else [])])
+        t_enc = time.perf_counter() - t_enc
+        view = PoolView(text=text, constraints=c, qvec=qv[0], rows=[], fused=np.zeros(0))
+        ranked = self._channels(idx, c, text, qv, view)
+        meta["channel_sizes"] = {kk: len(v) for kk, v in ranked.items()}
+        pool = rrf({ch: ranked[ch] for ch in cfg.channels if ch in ranked}, cfg.rrf_k, cfg.channel_weights,
+                   cfg.pool_size)
+        if cfg.use_traces and idx.trace_rows:
+            pool = self._expand_traces(idx, pool)
+        view.rows = [r for r, _ in pool]
+        view.fused = np.asarray([s for _, s in pool], dtype=np.float64)
+        return view, encode_ms, t_enc
+
+    def _channels(self, idx: _ConvIndex, c: QueryConstraints, text: str, qv: np.ndarray,
+                  view: PoolView) -> dict[str, Ranked]:
+        """Each channel's ranked list; raw scores and ranks go into `view`. The turn channels run whenever
+        the turn index exists (fused only when listed in `channels`; the learned ranker reads them)."""
+        cfg = self.cfg
+        depth = cfg.channel_depth
+        hits: dict[str, list[tuple[int, float]]] = {}
         out: dict[str, Ranked] = {}
-        if idx.turns is not None and "turn-lexical" in cfg.channels:
-            out["turn-lexical"] = idx.turns.lexical_groups(text, cfg.channel_depth)
-        if idx.turns is not None and "turn-dense" in cfg.channels:
-            out["turn-dense"] = idx.turns.dense_groups(qv[0], cfg.channel_depth)
+        if idx.turns is not None:
+            for ch, found in (("turn-lexical", idx.turns.lexical_hits(text, depth)),
+                              ("turn-dense", idx.turns.dense_hits(qv[0], depth))):
+                groups = idx.turns.groups(found)
+                out[ch] = groups
+                view.turn_scores[ch] = dict(found)
+                view.ranks[ch] = {}
+                for rank, g in enumerate(groups):
+                    for r in g:
+                        view.ranks[ch].setdefault(r, rank)
         if "lexical" in cfg.channels:
-            out["lexical"] = [i for i, _ in idx.lexical.search(text, cfg.channel_depth)]
+            hits["lexical"] = idx.lexical.search(text, depth)
         if "dense" in cfg.channels:
-            out["dense"] = [i for i, _ in idx.dense.search(qv[0], cfg.channel_depth)]
+            hits["dense"] = idx.dense.search(qv[0], depth)
         if "attribute" in cfg.channels and not c.empty():
             ne = len(c.entities)
             ent_vecs = [qv[1 + j] for j in range(ne)]
             loc_vec = qv[1 + ne] if c.location else None
             tie: Callable[[np.ndarray], np.ndarray] = lambda rows: idx.dense.scores_for(qv[0], rows)
-            out["attribute"] = [i for i, _ in idx.attributes.search(
-                c, ent_vecs, loc_vec, cfg.attr_threshold, cfg.channel_depth, tie, cfg.attr_max_matches,
-                cfg.attr_max_df_share)]
+            hits["attribute"] = idx.attributes.search(c, ent_vecs, loc_vec, cfg.attr_threshold, depth, tie,
+                                                      cfg.attr_max_matches, cfg.attr_max_df_share)
+        for ch, found in hits.items():
+            out[ch] = [i for i, _ in found]
+            view.scores[ch] = dict(found)
+            view.ranks[ch] = {i: rank for rank, (i, _) in enumerate(found)}
         return out
 
     def _expand_traces(self, idx: _ConvIndex, pool: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -253,14 +287,23 @@ class QGMemRetriever(MethodBase):
         merged = sorted(pool + extra, key=lambda x: -x[1])
         return merged[: self.cfg.pool_size]
 
-    def _rerank(self, idx: _ConvIndex, text: str, pool: list[tuple[int, float]]) -> tuple[list[int], list[float]]:
-        rows = [r for r, _ in pool]
-        fused = np.asarray([s for _, s in pool], dtype=np.float64)
+    def _wants_turns(self) -> bool:
+        """The learned ranker reads the turn channels even when they are not fused."""
+        return isinstance(self.reranker, PoolRanker)
+
+    def _rerank(self, idx: _ConvIndex, view: PoolView, meta: dict[str, object]) -> tuple[list[int], list[float]]:
+        rows, fused = view.rows, view.fused
         if isinstance(self.reranker, NoReranker) or not rows:
             return rows, fused.tolist()
+        if isinstance(self.reranker, PoolRanker):
+            rs = self.reranker.score_features(pool_features(idx, view, self.cfg.channel_depth))
+            order = np.argsort(-rs, kind="stable")
+            meta["reranked"] = len(rows)
+            return [rows[i] for i in order], [float(rs[i]) for i in order]
         n = min(self.cfg.rerank.top_n, len(rows))
+        meta["reranked"] = n
         docs = [idx.texts.candidate_document(idx.units[r], self.cfg.use_traces) for r in rows[:n]]
-        rs = np.asarray(self.reranker.score(text, docs), dtype=np.float64)
+        rs = np.asarray(self.reranker.score(view.text, docs), dtype=np.float64)
         norm = lambda a: (a - a.min()) / (a.max() - a.min()) if len(a) and a.max() > a.min() else np.zeros_like(a)
         w = self.cfg.rerank.weight
         head = w * norm(rs) + (1 - w) * norm(fused[:n])

@@ -9,6 +9,8 @@
   empty think block the Qwen3-Reranker format has), so Llama-3-style models get their own headers.
 - `ChatYesNoReranker`: the same question through any ChatBackend (HTTP servers give no logits):
   a "yes" reply scores 1, "no" 0; failed or unreadable replies score 0.5 and are counted.
+- `PoolRanker`: the learned ranker (`ranker.LearnedRanker`) over the pool's features
+  (`features.pool_features`) rather than texts; `QGMemRetriever` feeds it the whole pool.
 - `NoReranker`: keeps the fusion order.
 """
 
@@ -53,6 +55,27 @@ class NoReranker(Reranker):
 
     def score(self, query: str, docs: list[str]) -> list[float]:
         return [0.0] * len(docs)
+
+
+class PoolRanker(Reranker):
+    """Scores a pool from its feature matrix; the retriever calls `score_features`, never `score`."""
+
+    name = "learned"
+
+    def __init__(self, model: str):
+        from qgmem.paths import repo_checkpoint
+
+        from .ranker import LearnedRanker
+
+        if not model:
+            raise ValueError("rerank.kind='learned' needs rerank.model (a folder from `qgmem train-reranker`)")
+        self.ranker = LearnedRanker.load(repo_checkpoint(model))
+
+    def score(self, query: str, docs: list[str]) -> list[float]:
+        raise TypeError("the learned ranker scores pool features (QGMemRetriever), not (query, document) texts")
+
+    def score_features(self, x: np.ndarray) -> np.ndarray:
+        return self.ranker.score(x)
 
 
 class CrossEncoderReranker(Reranker):
@@ -192,6 +215,8 @@ class ChatYesNoReranker(Reranker):
 def make_reranker(cfg: RerankConfig, llm: ChatBackend | None = None) -> Reranker:
     if cfg.kind == "none":
         return NoReranker()
+    if cfg.kind == "learned":
+        return PoolRanker(cfg.model)
     if cfg.kind == "cross-encoder":
         return CrossEncoderReranker(cfg.model, cfg.max_length, cfg.batch_size, cfg.device)
     if cfg.kind == "llm":
@@ -202,4 +227,4 @@ def make_reranker(cfg: RerankConfig, llm: ChatBackend | None = None) -> Reranker
         if llm is None:
             raise ValueError("rerank.kind='chat' needs an LLM backend (retrieval llm section)")
         return ChatYesNoReranker(llm, cfg.instruction)
-    raise ValueError(f"rerank.kind must be none | cross-encoder | llm | chat, got {cfg.kind!r}")
+    raise ValueError(f"rerank.kind must be none | learned | cross-encoder | llm | chat, got {cfg.kind!r}")

@@ -42,6 +42,7 @@ class TurnIndex:
     lexical: LexicalIndex
     dense: DenseIndex | None
     unit_rows: list[list[int]]  # turn position -> rows of the units whose span holds that turn
+    position: dict[str, int]  # turn id -> position
 
     @classmethod
     def build(cls, turn_ids: list[str], docs: list[str], units: list[AtomicUnit], vectors: np.ndarray | None,
@@ -53,14 +54,19 @@ class TurnIndex:
                 if t in pos:
                     rows[pos[t]].append(r)
         return cls(LexicalIndex(docs, max_postings=max_postings),
-                   DenseIndex(vectors) if vectors is not None else None, rows)
+                   DenseIndex(vectors) if vectors is not None else None, rows, pos)
 
-    def _groups(self, hits: list[tuple[int, float]]) -> list[list[int]]:
+    def positions(self, turn_ids: list[str]) -> list[int]:
+        return [self.position[t] for t in turn_ids if t in self.position]
+
+    def groups(self, hits: list[tuple[int, float]]) -> list[list[int]]:
         """Turn hits, best first, as tied groups of unit rows (turns that gave no unit are dropped)."""
         return [self.unit_rows[i] for i, _ in hits if self.unit_rows[i]]
 
-    def lexical_groups(self, query: str, depth: int) -> list[list[int]]:
-        return self._groups(self.lexical.search(query, depth))
+    def lexical_hits(self, query: str, depth: int) -> list[tuple[int, float]]:
+        """(turn position, BM25 score), best first."""
+        return self.lexical.search(query, depth)
 
-    def dense_groups(self, qvec: np.ndarray, depth: int) -> list[list[int]]:
-        return self._groups(self.dense.search(qvec, depth)) if self.dense is not None else []
+    def dense_hits(self, qvec: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        """(turn position, cosine), best first."""
+        return self.dense.search(qvec, depth) if self.dense is not None else []

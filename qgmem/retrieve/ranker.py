@@ -1,0 +1,78 @@
+"""The learned pool ranker: a two-layer MLP over `features.FEATURES`, scored in numpy.
+
+A checkpoint is a folder with `ranker.json` (feature names, standardisation, layer sizes, how it was
+trained) and `ranker.safetensors` (the weights). Scoring 100 candidates is two small matrix products
+(~0.1 ms), so the ranker can read the whole pool. Training lives in `qgmem.training.ranker_fit`; this
+module only loads, saves and scores, so inference needs no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .features import FEATURES
+
+CONFIG_FILE = "ranker.json"
+WEIGHTS_FILE = "ranker.safetensors"
+
+
+class RankerCheckpointError(ValueError):
+    """A ranker folder that is missing, incomplete, or trained on other features."""
+
+
+@dataclass
+class RankerSpec:
+    features: list[str]
+    mean: list[float]
+    std: list[float]
+    hidden: int
+    info: dict[str, object] = field(default_factory=dict)  # training data, steps, seed, held-out metrics
+
+
+class LearnedRanker:
+    """score(X) -> one score per row of a `pool_features` matrix; higher ranks first."""
+
+    def __init__(self, spec: RankerSpec, weights: dict[str, np.ndarray]):
+        if list(spec.features) != list(FEATURES):
+            extra = sorted(set(spec.features) ^ set(FEATURES))
+            raise RankerCheckpointError(f"ranker was trained on other features (differ: {extra[:6]}, or their "
+                                        "order); retrain it with `qgmem train-reranker`")
+        self.spec = spec
+        self.mean = np.asarray(spec.mean, dtype=np.float32)
+        self.std = np.asarray(spec.std, dtype=np.float32)
+        self.w1, self.b1 = weights["w1"].astype(np.float32), weights["b1"].astype(np.float32)
+        self.w2, self.b2 = weights["w2"].astype(np.float32), weights["b2"].astype(np.float32)
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        h = np.maximum((x - self.mean) / self.std @ self.w1 + self.b1, 0.0)
+        return (h @ self.w2 + self.b2).reshape(-1)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> LearnedRanker:
+        from safetensors.numpy import load_file
+
+        folder = Path(folder)
+        cfg, wts = folder / CONFIG_FILE, folder / WEIGHTS_FILE
+        if not cfg.is_file() or not wts.is_file():
+            raise RankerCheckpointError(f"{folder}: not a ranker checkpoint (needs {CONFIG_FILE} and {WEIGHTS_FILE}; "
+                                        "train one with `qgmem train-reranker`)")
+        raw = json.loads(cfg.read_text())
+        try:
+            spec = RankerSpec(**raw)
+        except TypeError as e:
+            raise RankerCheckpointError(f"{cfg}: {e}") from None
+        return cls(spec, load_file(str(wts)))
+
+    def save(self, folder: str | Path) -> None:
+        from safetensors.numpy import save_file
+
+        from qgmem.io import atomic_write_json
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file({"w1": self.w1, "b1": self.b1, "w2": self.w2, "b2": self.b2}, str(folder / WEIGHTS_FILE))
+        atomic_write_json(folder / CONFIG_FILE, asdict(self.spec))
