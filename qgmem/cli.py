@@ -18,7 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge-runs": ("qgmem.evaluation.merge_runs", "join the shard runs of a retrieval evaluation (`evaluate.py --shard I/N`)"),
     "prepare": ("qgmem.training.prepare", "turn a data set into cached graph-token training examples"),
     "train": ("qgmem.training.trainer", "train the graph encoder + projector (same as train.py)"),
-    "train-reranker": ("qgmem.training.reranker", "fine-tune a MiniLM cross-encoder reranker"),
+    "train-reranker": ("qgmem.training.reranker", "train the learned pool ranker from a configs/rerank/*.yaml"),
+    "train-cross-encoder": ("qgmem.training.cross_encoder_fit", "fine-tune a MiniLM cross-encoder reranker"),
     "anchormem-sweep": ("qgmem.anchormem.sweep", "AnchorMem event-graph sweep over tau and N (Table 6)"),
 }
 

@@ -146,6 +146,8 @@ _SPECS = [
     _ablation("qgmem-with-turns", "with the raw-turn channels added",
               {"channels": ["lexical", "dense", "attribute", "turn-lexical", "turn-dense"]}),
     _ablation("qgmem-no-rerank", "without the reranker", {"rerank.kind": "none"}),
+    _ablation("qgmem-learned-rank", "with the learned pool ranker (`qgmem train-reranker`, configs/rerank/pool_mlp.yaml)",
+              {"rerank.kind": "learned", "rerank.model": "checkpoints/reranker/pool-mlp"}),
     _ablation("qgmem-no-traces", "without memory traces", {"use_traces": False}),
     _ablation("qgmem-no-context", "without neighbouring turns in the lexical document", {"context_turns": 0}),
     _ablation("qgmem-lexical-only", "with the lexical channel only", {"channels": ["lexical"]}),

@@ -106,3 +106,17 @@ def test_fit_learns_what_fusion_misses_and_picks_on_dev():
     assert res.dev_fusion_recall == 0.0  # the evidence sits below the first 10 fused rows
     assert res.dev_recall == mean_recall(dev, [res.ranker.score(x) for x in dev.x], 5) >= 0.9
     assert res.hidden in (4, 8) and res.epoch in (20, 40, 60) and len(res.curve) == 6
+
+
+def test_training_pools_see_the_features_the_ranker_sees_at_query_time(learned, tiny_conversation):
+    """Collection runs without a ranker but must build the same turn channels the ranker reads."""
+    plain = QGMemRetriever(None, RetrievalConfig(), turn_features=True)
+    units, traces = units_and_traces()
+    plain.index_units(tiny_conversation, units, traces)
+    for q in tiny_conversation.questions:
+        a, b = plain.pool(q), learned.pool(q)
+        assert a.rows == b.rows
+        assert np.allclose(pool_features(plain._index["c1"], a, 100), pool_features(learned._index["c1"], b, 100))
+    bare = QGMemRetriever(None, RetrievalConfig())
+    bare.index_units(tiny_conversation, units, traces)
+    assert bare._index["c1"].turns is None  # without the flag nothing extra is built

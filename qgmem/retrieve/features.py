@@ -14,14 +14,11 @@ older list refuses to load instead of reading the wrong columns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from .query import QueryConstraints
-
-if TYPE_CHECKING:  # the index type lives in method.py, which imports this module
-    from .method import _ConvIndex
 
 RANKED_CHANNELS = ("lexical", "dense", "attribute", "turn-lexical", "turn-dense")
 
@@ -57,8 +54,9 @@ def _best_turn(scores: dict[int, float], positions: list[int]) -> float:
     return max((scores.get(p, 0.0) for p in positions), default=0.0)
 
 
-def pool_features(idx: _ConvIndex, view: PoolView, depth: int) -> np.ndarray:
-    """(pool size, len(FEATURES)) float32 matrix, rows in `view.rows` order."""
+def pool_features(idx: Any, view: PoolView, depth: int) -> np.ndarray:
+    """(pool size, len(FEATURES)) float32 matrix, rows in `view.rows` order; `idx` is the conversation's
+    index in `QGMemRetriever` (units, texts, dense, turns, trace rows)."""
     rows = view.rows
     n = len(rows)
     out = np.zeros((n, len(FEATURES)), dtype=np.float32)

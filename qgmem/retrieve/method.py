@@ -59,7 +59,8 @@ class QGMemRetriever(MethodBase):
     name = "qgmem"  # the registry names each instance (qgmem-activation, an ablation, qgmem-text)
 
     def __init__(self, store: object | None, cfg: RetrievalConfig | None = None, llm: ChatBackend | None = None,
-                 reranker: Reranker | None = None, name: str | None = None, graph_in_memory: bool = False):
+                 reranker: Reranker | None = None, name: str | None = None, graph_in_memory: bool = False,
+                 turn_features: bool = False):
         from qgmem.embed import get_embedder
 
         self.cfg = cfg or RetrievalConfig()
@@ -70,6 +71,7 @@ class QGMemRetriever(MethodBase):
         if name:
             self.name = name
         self.graph_in_memory = graph_in_memory
+        self.turn_features = turn_features  # build the turn index for pool features (ranker training data)
         self.embedder = get_embedder(self.cfg.embedder, self.cfg.device)
         needs_llm = self.cfg.query_parser == "llm" or self.cfg.rerank.kind == "chat"
         if llm is None and needs_llm:
@@ -288,8 +290,8 @@ class QGMemRetriever(MethodBase):
         return merged[: self.cfg.pool_size]
 
     def _wants_turns(self) -> bool:
-        """The learned ranker reads the turn channels even when they are not fused."""
-        return isinstance(self.reranker, PoolRanker)
+        """The learned ranker (and its training data) reads the turn channels even when they are not fused."""
+        return self.turn_features or isinstance(self.reranker, PoolRanker)
 
     def _rerank(self, idx: _ConvIndex, view: PoolView, meta: dict[str, object]) -> tuple[list[int], list[float]]:
         rows, fused = view.rows, view.fused

@@ -1,7 +1,7 @@
 """Rerankers behind one interface: `score(query, documents) -> list[float]`, higher is better.
 
 - `CrossEncoderReranker`: a sentence-transformers CrossEncoder (e.g. one trained by
-  `qgmem train-reranker`).
+  `qgmem train-cross-encoder`).
 - `CausalYesNoReranker`: the Qwen3-Reranker question with any local causal LM; the score is
   P("yes") from the next-token logits of "yes" and "no" (Qwen3-Reranker-8B on GPU; SmolLM2 in tests).
   The prompt is the model's own chat template (system = `SYSTEM`, user = `qwen3_pair`, then the
@@ -85,7 +85,7 @@ class CrossEncoderReranker(Reranker):
         from sentence_transformers import CrossEncoder
 
         if not model:
-            raise ValueError("rerank.kind='cross-encoder' needs rerank.model (a path from `qgmem train-reranker`)")
+            raise ValueError("rerank.kind='cross-encoder' needs rerank.model (a path from `qgmem train-cross-encoder`)")
         self.model = CrossEncoder(model, max_length=max_length, device=device or "cpu")
         self.batch_size = batch_size
 

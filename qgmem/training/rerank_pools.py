@@ -94,7 +94,7 @@ def collect(cfg: RerankTrainConfig, src: PoolSource, name: str) -> Pools:
             continue
         which = next((i for i, h in enumerate(holds) if conv.id in h), 0)
         if which not in retrievers:
-            retrievers[which] = QGMemRetriever(stores[which], cfg.retrieval)
+            retrievers[which] = QGMemRetriever(stores[which], cfg.retrieval, turn_features=True)
         r = retrievers[which]
         r.build(conv)
         idx = r._index[conv.id]

@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def model_card(report: dict[str, object]) -> str:
     """MODEL_CARD.md: what the ranker is, what it was trained and selected on, what it scored."""
     fit, data = report["fit"], report["data"]
+    verdict = ("**The chosen model ranks the dev pools worse than the fusion order: it does not earn a place "
+               "as a default reranker.**\n" if report["dev_recall"] < report["dev_fusion_recall"] else "")
     rows = "\n".join(f"| {name} | {d['questions']} | {d['with_evidence_in_pool']} |" for name, d in data.items())
     return f"""# Learned pool ranker ({Path(str(report['out'])).name})
 
@@ -52,6 +54,7 @@ and epoch. Seed {fit['seed']}, Adam lr {fit['lr']}, weight decay {fit['weight_de
 | dev (model selection) | {report['dev_recall']:.3f} | {report['dev_fusion_recall']:.3f} |
 | train (fit) | {report['train_recall']:.3f} | {report['train_fusion_recall']:.3f} |
 
+{verdict}
 Benchmark numbers (LoCoMo test split, LongMemEval-S subset, latency): `bench/RESULTS.md`.
 """
 
