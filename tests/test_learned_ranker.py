@@ -120,3 +120,20 @@ def test_training_pools_see_the_features_the_ranker_sees_at_query_time(learned, 
     bare = QGMemRetriever(None, RetrievalConfig())
     bare.index_units(tiny_conversation, units, traces)
     assert bare._index["c1"].turns is None  # without the flag nothing extra is built
+
+
+def test_train_config_is_checked_when_it_loads(tmp_path):
+    from qgmem.config import ConfigError
+    from qgmem.training.rerank_config import load_rerank_config
+
+    cfg = load_rerank_config("configs/rerank/pool_mlp.yaml")
+    assert cfg.train[0].exclude is not None and cfg.train[0].exclude.max_conversations == 100
+    assert cfg.dev.subset.conversations == ["conv-26", "conv-30"]
+    with pytest.raises(ConfigError, match="rerank.kind must be none"):
+        load_rerank_config("configs/rerank/pool_mlp.yaml", ["retrieval.rerank.kind=learned"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train: [{benchmark: nosuch}]\n")
+    with pytest.raises(ConfigError, match=r"train\[0\].benchmark"):
+        load_rerank_config(bad)
+    with pytest.raises(ConfigError, match="name at least one source"):
+        load_rerank_config(tmp_path / "bad.yaml", ["train=[]"])
