@@ -25,9 +25,10 @@ from .longmemeval import default_path as lme_path
 from .longmemeval import load_longmemeval
 from .msc import default_path as msc_path
 from .msc import load_msc
+from .msc_persona import load_msc_persona
 
 DATASET_NAMES = ("locomo", "longmemeval-oracle", "longmemeval-s", "beam-128k", "beam-500k", "convomem",
-                 "factconsolidation-sh", "factconsolidation-mh", "msc")
+                 "factconsolidation-sh", "factconsolidation-mh", "msc", "msc-persona")
 
 
 def _locomo(root: Path, download: bool, **kw: Any) -> list[Conversation]:
@@ -92,10 +93,11 @@ _LOADERS: dict[str, Callable[..., list[Conversation]]] = {
     "factconsolidation-sh": _fc("sh"),
     "factconsolidation-mh": _fc("mh"),
     "msc": _msc,  # dialogue only, no questions (session 3, test split by default)
+    "msc-persona": lambda root, download, **kw: load_msc_persona(root, **kw),  # persona facts -> their turn (training)
 }
 
 
-_STREAMING = {"longmemeval-oracle", "longmemeval-s", "convomem", "msc"}  # loaders that stop early at ``limit``
+_STREAMING = {"longmemeval-oracle", "longmemeval-s", "convomem", "msc", "msc-persona"}  # loaders that stop early at ``limit``
 
 
 def load_dataset_by_name(name: str, data_dir: str | Path | None = None, download: bool = True,

@@ -12,6 +12,7 @@ import copy
 from dataclasses import dataclass
 
 import numpy as np
+from tqdm import tqdm
 
 from qgmem.retrieve.features import FEATURES
 from qgmem.retrieve.ranker import LearnedRanker, RankerSpec
@@ -83,6 +84,7 @@ def fit(train: Pools, dev: Pools, cfg: FitConfig, k: int, info: dict[str, object
     tt, mt = torch.from_numpy(target), torch.from_numpy(mask)
     best: tuple[float, int, int, dict[str, torch.Tensor]] | None = None
     curve: list[dict[str, float]] = []
+    bar = tqdm(total=len(cfg.hidden) * cfg.epochs, desc="fit", unit="epoch")
     for hidden in cfg.hidden:
         torch.manual_seed(cfg.seed)
         net = torch.nn.Sequential(torch.nn.Linear(len(FEATURES), hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
@@ -93,12 +95,15 @@ def fit(train: Pools, dev: Pools, cfg: FitConfig, k: int, info: dict[str, object
             opt.zero_grad()
             loss.backward()
             opt.step()
+            bar.update(1)
             if epoch % cfg.eval_every == 0 or epoch == cfg.epochs:
                 r = _ranker(net, mean, std, hidden, info)
                 rec = mean_recall(dev, [r.score(d) for d in dev.x], k)
                 curve.append({"hidden": hidden, "epoch": epoch, "loss": float(loss.detach()), "dev_recall": rec})
                 if best is None or rec > best[0] + 1e-9:
                     best = (rec, hidden, epoch, copy.deepcopy(net.state_dict()))
+                bar.set_postfix(width=hidden, loss=f"{float(loss):.3f}", dev=f"{rec:.3f}", best=f"{best[0]:.3f}")
+    bar.close()
     assert best is not None
     rec, hidden, epoch, state = best
     net = torch.nn.Sequential(torch.nn.Linear(len(FEATURES), hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))

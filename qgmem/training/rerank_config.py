@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qgmem.config import ConfigError, load_config
-from qgmem.evaluation.config import BENCHMARKS, SubsetConfig
+from qgmem.data.registry import DATASET_NAMES
+from qgmem.evaluation.config import SubsetConfig
 from qgmem.retrieve.config import RetrievalConfig
 
 
 @dataclass
 class PoolSource:
-    benchmark: str = "longmemeval-s"
+    benchmark: str = "longmemeval-s"  # a data registry name (msc-persona: MSC persona facts -> their turns)
+    data_options: dict[str, object] = field(default_factory=dict)  # loader keywords, e.g. {split: test, limit: 300}
     store_dir: str = ""  # the evaluation's store (or its `.shard-I-of-N` stores); memories missing there are built
     subset: SubsetConfig = field(default_factory=SubsetConfig)  # which questions to use
     exclude: SubsetConfig | None = None  # questions scored elsewhere: never used
@@ -48,8 +50,8 @@ class RerankTrainConfig:
         if not self.train:
             raise ConfigError("train: name at least one source (benchmark, store_dir, subset)")
         for where, s in [*((f"train[{i}]", s) for i, s in enumerate(self.train)), ("dev", self.dev)]:
-            if s.benchmark not in BENCHMARKS:
-                raise ConfigError(f"{where}.benchmark: {s.benchmark!r}; use one of {', '.join(BENCHMARKS)}")
+            if s.benchmark not in DATASET_NAMES:
+                raise ConfigError(f"{where}.benchmark: {s.benchmark!r}; use one of {', '.join(DATASET_NAMES)}")
         if self.retrieval.rerank.kind != "none":
             raise ConfigError("retrieval.rerank.kind must be none: the ranker learns to order the unreranked pool")
         if self.k <= 0 or not self.fit.hidden or min(self.fit.hidden) <= 0:

@@ -51,7 +51,7 @@ def _stores(store_dir: str) -> list[Path]:
 def _selection(src: PoolSource, data_dir: str | None) -> list:
     from qgmem.data.registry import load_dataset_by_name
 
-    convs = list(load_dataset_by_name(src.benchmark, data_dir=data_dir, download=False))
+    convs = list(load_dataset_by_name(src.benchmark, data_dir=data_dir, download=False, **src.data_options))
     chosen = select(convs, src.subset)
     if src.exclude is not None:
         held = {c.id for c, _ in select(convs, src.exclude)}
