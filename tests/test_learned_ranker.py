@@ -137,3 +137,54 @@ def test_train_config_is_checked_when_it_loads(tmp_path):
         load_rerank_config(bad)
     with pytest.raises(ConfigError, match="name at least one source"):
         load_rerank_config(tmp_path / "bad.yaml", ["train=[]"])
+
+
+def _msc_files(root, split: str, pairs: int) -> None:
+    import json
+
+    facts = [("My two dogs keep me busy every single day.", "I have two dogs."),
+             ("I work nights as a nurse at the city hospital.", "I work as a nurse at night."),
+             ("We drove to the lake for a long weekend of fishing.", "I like fishing at the lake."),
+             ("My sister is getting married in Denver this June.", "My sister is getting married in June.")]
+    for k in (1, 2, 3, 4):
+        d = root / "msc" / "msc_personasummary" / f"session_{k}"
+        d.mkdir(parents=True, exist_ok=True)
+        eps = []
+        for p in range(pairs):
+            said, fact = facts[(k + p) % len(facts)]
+            eps.append({"initial_data_id": f"{split}_{p}", "dialog": [
+                {"id": "bot_0", "text": said, "persona_text": fact},
+                {"id": "bot_1", "text": "That sounds lovely, tell me more about it.", "persona_text": ""},
+                {"id": "bot_0", "text": "Sure, it has been a busy but happy time for all of us.", "persona_text": ""}]})
+        (d / f"{split}.txt").write_text("".join(json.dumps(e) + "\n" for e in eps))
+
+
+def test_train_reranker_writes_a_loadable_ranker_and_reuses_its_pools(tmp_path, monkeypatch, capsys):
+    """`qgmem train-reranker` end to end on a small MSC-persona layout: pools, fit, checkpoint, card;
+    a rerun finds every pool on disk and builds nothing."""
+    from qgmem.cli import main
+
+    for split in ("valid", "test"):
+        _msc_files(tmp_path / "data", split, 2)
+    cfg = tmp_path / "rr.yaml"
+    cfg.write_text(f"""out: {tmp_path}/ranker
+work_dir: {tmp_path}/work
+data_dir: {tmp_path}/data
+k: 2
+train: [{{benchmark: msc-persona, data_options: {{split: valid}}, store_dir: {tmp_path}/store}}]
+dev: {{benchmark: msc-persona, data_options: {{split: test}}, store_dir: {tmp_path}/store}}
+fit: {{hidden: [4], epochs: 20, eval_every: 10}}
+""")
+    assert main(["train-reranker", "--config", str(cfg)]) == 0
+    ranker = LearnedRanker.load(tmp_path / "ranker")
+    report = __import__("json").loads((tmp_path / "ranker" / "train_report.json").read_text())
+    assert report["data"]["train: msc-persona"]["questions"] == 8 and report["chosen_epoch"] in (10, 20)
+    assert "qgmem train-reranker --config" in (tmp_path / "ranker" / "MODEL_CARD.md").read_text()
+    pools = sorted(p.name for p in (tmp_path / "work").glob("*/*.npz"))
+    assert len(pools) == 4  # two conversations per split, one file each
+    import qgmem.retrieve.method as method
+
+    monkeypatch.setattr(method.QGMemRetriever, "build", lambda *a: pytest.fail("a collected pool was rebuilt"))
+    assert main(["train-reranker", "--config", str(cfg), "out=" + str(tmp_path / "again")]) == 0
+    again = LearnedRanker.load(tmp_path / "again")
+    assert np.array_equal(again.w1, ranker.w1)  # seeded: the same pools give the same ranker

@@ -102,7 +102,7 @@ def fit(train: Pools, dev: Pools, cfg: FitConfig, k: int, info: dict[str, object
                 curve.append({"hidden": hidden, "epoch": epoch, "loss": float(loss.detach()), "dev_recall": rec})
                 if best is None or rec > best[0] + 1e-9:
                     best = (rec, hidden, epoch, copy.deepcopy(net.state_dict()))
-                bar.set_postfix(width=hidden, loss=f"{float(loss):.3f}", dev=f"{rec:.3f}", best=f"{best[0]:.3f}")
+                bar.set_postfix(width=hidden, loss=f"{float(loss.detach()):.3f}", dev=f"{rec:.3f}", best=f"{best[0]:.3f}")
     bar.close()
     assert best is not None
     rec, hidden, epoch, state = best

@@ -76,8 +76,19 @@ def _load(path: Path) -> Pools:
                      meta["evidence"], meta["qids"])
 
 
-def collect(cfg: RerankTrainConfig, src: PoolSource, name: str) -> Pools:
-    """The pools of one source, collected under `<work_dir>/<name>/` (existing files are reused)."""
+def source_name(src: PoolSource) -> str:
+    """`<benchmark>-<hash of which questions>`: the pools' folder, the same whichever list names the source
+    (a variant config that trains on one source reuses what the full config collected)."""
+    import hashlib
+    from dataclasses import asdict
+
+    what = {k: v for k, v in asdict(src).items() if k != "store_dir"}
+    return f"{src.benchmark}-{hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:8]}"
+
+
+def collect(cfg: RerankTrainConfig, src: PoolSource) -> Pools:
+    """The pools of one source, collected under `<work_dir>/<source_name>/` (existing files are reused)."""
+    name = source_name(src)
     from qgmem.retrieve.method import QGMemRetriever
     from qgmem.store import MemoryStore
 
