@@ -71,6 +71,15 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
     x = np.random.default_rng(0).normal(size=(7, len(FEATURES))).astype(np.float32)
     assert np.allclose(back.score(x), r.score(x))
     assert np.argmax(back.score(x)) == np.argmin(x[:, FEATURES.index("cosine")])
+    # weights taken from torch come as transposed views (Fortran order): they must load as they scored
+    rng = np.random.default_rng(1)
+    w1 = rng.normal(size=(8, len(FEATURES))).astype(np.float32).T
+    f = len(FEATURES)
+    dense = LearnedRanker(RankerSpec(list(FEATURES), [0.0] * f, [1.0] * f, 8),
+                          {"w1": w1, "b1": np.zeros(8, np.float32), "w2": np.ones((8, 1), np.float32),
+                           "b2": np.zeros(1, np.float32)})
+    dense.save(tmp_path / "b")
+    assert np.allclose(LearnedRanker.load(tmp_path / "b").score(x), dense.score(x))
     with pytest.raises(RankerCheckpointError, match="not a ranker checkpoint"):
         LearnedRanker.load(tmp_path / "missing")
     spec = RankerSpec(list(FEATURES[:-1]) + ["something_else"], r.spec.mean, r.spec.std, 1)

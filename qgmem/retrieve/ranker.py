@@ -44,8 +44,9 @@ class LearnedRanker:
         self.spec = spec
         self.mean = np.asarray(spec.mean, dtype=np.float32)
         self.std = np.asarray(spec.std, dtype=np.float32)
-        self.w1, self.b1 = weights["w1"].astype(np.float32), weights["b1"].astype(np.float32)
-        self.w2, self.b2 = weights["w2"].astype(np.float32), weights["b2"].astype(np.float32)
+        # C order: safetensors writes the raw buffer, so a transposed (Fortran-ordered) view would load transposed
+        w = {k: np.ascontiguousarray(weights[k], dtype=np.float32) for k in ("w1", "b1", "w2", "b2")}
+        self.w1, self.b1, self.w2, self.b2 = w["w1"], w["b1"], w["w2"], w["b2"]
 
     def score(self, x: np.ndarray) -> np.ndarray:
         h = np.maximum((x - self.mean) / self.std @ self.w1 + self.b1, 0.0)
