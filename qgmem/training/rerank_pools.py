@@ -17,6 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from qgmem.evaluation.subset import select
+from qgmem.retrieve.config import RetrievalConfig
 from qgmem.retrieve.features import pool_features
 
 from .rerank_config import PoolSource, RerankTrainConfig
@@ -76,19 +77,20 @@ def _load(path: Path) -> Pools:
                      meta["evidence"], meta["qids"])
 
 
-def source_name(src: PoolSource) -> str:
-    """`<benchmark>-<hash of which questions>`: the pools' folder, the same whichever list names the source
-    (a variant config that trains on one source reuses what the full config collected)."""
+def source_name(src: PoolSource, retrieval: RetrievalConfig) -> str:
+    """`<benchmark>-<hash of which questions and which pipeline>`: the pools' folder, the same whichever list
+    names the source (a variant config that trains on one source reuses what the full config collected);
+    other retrieval settings make other pools, never stale ones."""
     import hashlib
     from dataclasses import asdict
 
-    what = {k: v for k, v in asdict(src).items() if k != "store_dir"}
+    what = {"source": {k: v for k, v in asdict(src).items() if k != "store_dir"}, "retrieval": asdict(retrieval)}
     return f"{src.benchmark}-{hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:8]}"
 
 
 def collect(cfg: RerankTrainConfig, src: PoolSource) -> Pools:
     """The pools of one source, collected under `<work_dir>/<source_name>/` (existing files are reused)."""
-    name = source_name(src)
+    name = source_name(src, cfg.retrieval)
     from qgmem.retrieve.method import QGMemRetriever
     from qgmem.store import MemoryStore
 
