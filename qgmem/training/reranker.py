@@ -38,7 +38,7 @@ Weights: `ranker.safetensors` ({report['weights_bytes']} bytes), numpy inference
 beyond this repository's; its inputs come from the packaged all-MiniLM-L6-v2 (Apache-2.0).
 
 Reproduce: `{report['command']}` (this run on {report['machine']}: {report['collect_seconds']:.0f} s
-collecting the pools not yet in `work_dir`, {report['fit_seconds']:.0f} s fitting; from nothing, collection is ~1 s a conversation).
+reading the data and the pools in `work_dir`, collecting what was missing, {report['fit_seconds']:.0f} s fitting; from nothing, collection is ~1 s a conversation).
 
 ## Data
 | source | questions | with an evidence unit in the pool |
