@@ -39,6 +39,20 @@ def read_json(path: str | Path) -> Any:
             raise DataError(path, f"byte {e.start}", f"not UTF-8 text ({e.reason})") from None
 
 
+def iter_jsonl(path: str | Path, label: str = "") -> Iterator[tuple[str, Any]]:
+    """(where, record) for each non-blank line of a JSON Lines file; where = "[label ]line N", the place a
+    DataError about that record names. A line that is not JSON is a DataError naming it."""
+    with open_text(path) as f:
+        for n, line in enumerate(f, start=1):
+            where = f"{label} line {n}" if label else f"line {n}"
+            if not line.strip():
+                continue
+            try:
+                yield where, json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(path, where, f"invalid JSON: {e.msg}") from None
+
+
 def iter_json_array(path: str | Path) -> Iterator[Any]:
     """Yield the elements of a top-level JSON array one by one, reading the file in 1 MiB chunks."""
     dec = json.JSONDecoder()

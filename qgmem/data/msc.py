@@ -15,13 +15,13 @@ the relative time. Personas go to ``meta``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from ..paths import data_dir
 from ..types import Conversation, Session, Turn
-from .errors import Ctx, DataError
+from .errors import Ctx
+from .jsonfile import iter_jsonl
 
 SPEAKERS = ("Speaker 1", "Speaker 2")
 
@@ -34,20 +34,13 @@ def load_msc(session: int = 3, split: Literal["test", "valid"] = "test", path: s
              limit: int | None = None) -> list[Conversation]:
     """Episodes of ``msc_dialogue/session_<session>/<split>.txt`` (each with all earlier sessions)."""
     path = Path(path) if path else default_path(session, split)
-    if not path.exists():
-        raise DataError(path, "", f"file not found: {path}")
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if limit is not None and len(out) >= limit:
-                break
-            if not line.strip():
-                continue
-            try:
-                ep = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(path, f"line {n}", f"invalid JSON: {e.msg}") from None
-            out.append(_episode(Ctx(path, f"line {n}"), ep, session, split))
+    out: list[Conversation] = []
+    if limit is not None and limit <= 0:
+        return out
+    for where, ep in iter_jsonl(path):  # stops at `limit`: the lines after it are never read
+        out.append(_episode(Ctx(path, where), ep, session, split))
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 

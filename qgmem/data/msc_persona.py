@@ -14,32 +14,22 @@ one conversation is one query with all of them as evidence.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..types import Conversation, Question, Session, Turn
-from .errors import Ctx, DataError
+from .errors import Ctx
+from .jsonfile import iter_jsonl
 
 SPEAKER_OF = {"bot_0": "Speaker 1", "bot_1": "Speaker 2"}
 SESSIONS = (1, 2, 3, 4)
 
 
 def _read(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise DataError(path, "", f"file not found: {path}")
     out: dict[str, Any] = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            where = f"{path.parent.name} line {n}"  # every session's file has the same name
-            if not line.strip():
-                continue
-            try:
-                ep = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(path, where, f"invalid JSON: {e.msg}") from None
-            ctx = Ctx(path, where)
-            out[ctx.field(ep, "initial_data_id", str)] = (ctx, ep)
+    for where, ep in iter_jsonl(path, label=path.parent.name):  # every session's file has the same name
+        ctx = Ctx(path, where)
+        out[ctx.field(ep, "initial_data_id", str)] = (ctx, ep)
     return out
 
 

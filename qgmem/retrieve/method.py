@@ -315,21 +315,8 @@ class QGMemRetriever(MethodBase):
         return new_rows, new_scores
 
     def _select(self, idx: _ConvIndex, rows: list[int], scores: list[float], k: int) -> list[MemoryItem]:
-        """Top-k units, skipping a unit whose whole span is already covered (its turn is shown anyway)."""
-        chosen: list[tuple[int, float]] = []
-        covered: set[str] = set()
-        skipped: list[tuple[int, float]] = []
-        for r, s in zip(rows, scores):
-            u = idx.units[r]
-            if u.turn_ids and set(u.turn_ids) <= covered:
-                skipped.append((r, s))
-                continue
-            chosen.append((r, s))
-            covered.update(u.turn_ids)
-            if len(chosen) == k:
-                break
-        if len(chosen) < k:
-            chosen.extend(skipped[: k - len(chosen)])
+        """Top-k units by `select_spans`."""
+        chosen = [(rows[i], scores[i]) for i in select_spans([idx.units[r].turn_ids for r in rows], k)]
         items = []
         for j, (r, s) in enumerate(chosen):
             u = idx.units[r]
@@ -340,6 +327,23 @@ class QGMemRetriever(MethodBase):
                 meta={"superseded": u.superseded, "date": idx.texts.date(u)},
             ))
         return items
+
+
+def select_spans(spans: list[list[str]], k: int) -> list[int]:
+    """Positions of the first k spans in ranking order, skipping a span whose turns are all covered by those
+    chosen before it (its turns are shown anyway); skipped ones fill up when fewer than k remain."""
+    chosen: list[int] = []
+    skipped: list[int] = []
+    covered: set[str] = set()
+    for i, span in enumerate(spans):
+        if span and set(span) <= covered:
+            skipped.append(i)
+            continue
+        chosen.append(i)
+        covered.update(span)
+        if len(chosen) == k:
+            break
+    return chosen + skipped[: k - len(chosen)]
 
 
 def QGMemMethod(store: object | None, llm: ChatBackend | None = None, name: str = "qgmem-text",

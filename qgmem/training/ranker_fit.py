@@ -15,6 +15,7 @@ import numpy as np
 from tqdm import tqdm
 
 from qgmem.retrieve.features import FEATURES
+from qgmem.retrieve.method import select_spans
 from qgmem.retrieve.ranker import LearnedRanker, RankerSpec
 
 from .rerank_config import FitConfig
@@ -22,17 +23,9 @@ from .rerank_pools import Pools
 
 
 def turn_recall(order: np.ndarray, turns: list[list[str]], evidence: list[str], k: int) -> float:
-    """Share of the evidence turns held by the first k units of `order` (covered spans skipped)."""
-    covered: set[str] = set()
-    taken = 0
-    for i in order:
-        span = set(turns[i])
-        if span and span <= covered:
-            continue
-        covered |= span
-        taken += 1
-        if taken == k:
-            break
+    """Share of the evidence turns held by the k units `QGMemRetriever` would select from `order`."""
+    ranked = [turns[i] for i in order]
+    covered = {t for j in select_spans(ranked, k) for t in ranked[j]}
     gold = set(evidence)
     return len(gold & covered) / len(gold) if gold else 0.0
 
@@ -87,7 +80,7 @@ def fit(train: Pools, dev: Pools, cfg: FitConfig, k: int, info: dict[str, object
     bar = tqdm(total=len(cfg.hidden) * cfg.epochs, desc="fit", unit="epoch")
     for hidden in cfg.hidden:
         torch.manual_seed(cfg.seed)
-        net = torch.nn.Sequential(torch.nn.Linear(len(FEATURES), hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+        net = _mlp(hidden)
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         for epoch in range(1, cfg.epochs + 1):
             logits = net(xt).squeeze(-1).masked_fill(~mt, -1e9)
@@ -106,12 +99,19 @@ def fit(train: Pools, dev: Pools, cfg: FitConfig, k: int, info: dict[str, object
     bar.close()
     assert best is not None
     rec, hidden, epoch, state = best
-    net = torch.nn.Sequential(torch.nn.Linear(len(FEATURES), hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+    net = _mlp(hidden)
     net.load_state_dict(state)
     ranker = _ranker(net, mean, std, hidden, info)
     return FitResult(ranker, hidden, epoch, rec, mean_recall(dev, fusion_scores(dev), k),
                      mean_recall(train, [ranker.score(d) for d in train.x], k),
                      mean_recall(train, fusion_scores(train), k), curve)
+
+
+def _mlp(hidden: int) -> object:
+    """The ranker's layers in torch (`LearnedRanker` runs the same two layers in numpy)."""
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(len(FEATURES), hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
 
 
 def _ranker(net: object, mean: np.ndarray, std: np.ndarray, hidden: int, info: dict[str, object]) -> LearnedRanker:

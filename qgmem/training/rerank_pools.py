@@ -33,6 +33,9 @@ class Pools:
     evidence: list[list[str]]  # per question: its evidence turn ids
     qids: list[str]
 
+    def counts(self) -> dict[str, int]:
+        return {"questions": len(self.qids), "with_evidence_in_pool": sum(int(y.sum() > 0) for y in self.y)}
+
     def extend(self, other: Pools) -> None:
         for name in ("x", "y", "turns", "evidence", "qids"):
             getattr(self, name).extend(getattr(other, name))

@@ -72,12 +72,10 @@ def run(args: argparse.Namespace) -> int:
     data: dict[str, dict[str, int]] = {}
     for src in cfg.train:
         got = collect(cfg, src)
-        data[f"train: {src.benchmark}"] = {"questions": len(got.qids),
-                                           "with_evidence_in_pool": sum(int(y.sum() > 0) for y in got.y)}
+        data[f"train: {src.benchmark}"] = got.counts()
         train.extend(got)
     dev = collect(cfg, cfg.dev)
-    data[f"dev: {cfg.dev.benchmark}"] = {"questions": len(dev.qids),
-                                         "with_evidence_in_pool": sum(int(y.sum() > 0) for y in dev.y)}
+    data[f"dev: {cfg.dev.benchmark}"] = dev.counts()
     t_fit = time.perf_counter()
     info = {"config": args.config, "train": [asdict(s) for s in cfg.train], "dev": asdict(cfg.dev)}
     res = fit(train, dev, cfg.fit, cfg.k, info)
