@@ -80,8 +80,11 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
                            "b2": np.zeros(1, np.float32)})
     dense.save(tmp_path / "b")
     assert np.allclose(LearnedRanker.load(tmp_path / "b").score(x), dense.score(x))
-    with pytest.raises(RankerCheckpointError, match="not a ranker checkpoint"):
+    with pytest.raises(RankerCheckpointError, match="not a ranker checkpoint") as err:
         LearnedRanker.load(tmp_path / "missing")
+    from qgmem.errors import UserError
+
+    assert isinstance(err.value, UserError)  # one line and exit code 2 from the command line, no traceback
     spec = RankerSpec(list(FEATURES[:-1]) + ["something_else"], r.spec.mean, r.spec.std, 1)
     with pytest.raises(RankerCheckpointError, match="other features"):
         LearnedRanker(spec, {"w1": r.w1, "b1": r.b1, "w2": r.w2, "b2": r.b2})

@@ -14,14 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from qgmem.errors import UserError
+
 from .features import FEATURES
 
 CONFIG_FILE = "ranker.json"
 WEIGHTS_FILE = "ranker.safetensors"
 
 
-class RankerCheckpointError(ValueError):
-    """A ranker folder that is missing, incomplete, or trained on other features."""
+class RankerCheckpointError(ValueError, UserError):
+    """A ranker folder that is missing, incomplete, or trained on other features (one line, exit code 2)."""
 
 
 @dataclass
