@@ -126,9 +126,9 @@ def test_training_pools_see_the_features_the_ranker_sees_at_query_time(learned, 
     units, traces = units_and_traces()
     plain.index_units(tiny_conversation, units, traces)
     for q in tiny_conversation.questions:
-        a, b = plain.pool(q), learned.pool(q)
-        assert a.rows == b.rows
-        assert np.allclose(pool_features(plain._index["c1"], a, 100), pool_features(learned._index["c1"], b, 100))
+        (a, xa, spans), (b, xb, _) = plain.pool_example(q), learned.pool_example(q)
+        assert a.rows == b.rows and np.allclose(xa, xb)
+        assert spans == [learned._index["c1"].units[r].turn_ids for r in b.rows]
     bare = QGMemRetriever(None, RetrievalConfig())
     bare.index_units(tiny_conversation, units, traces)
     assert bare._index["c1"].turns is None  # without the flag nothing extra is built

@@ -192,6 +192,16 @@ def test_build_through_store_caches_units_and_embeddings(tiny_conversation, tmp_
         r2.build(tiny_conversation)  # loads, does not extract again
         assert len(st.units("c1")) == n_units
         assert r2.activate(tiny_conversation.questions[0], k=5).turn_ids() == wm.turn_ids()
+    # a later process reads every vector from the store: nothing is encoded again (a vector encoded in
+    # another batch differs in its last bits under bf16, so re-encoding made reruns drift)
+    with MemoryStore(tmp_path / "store") as st:
+        r3 = QGMemRetriever(st, RetrievalConfig())
+        batches: list[list[str]] = []
+        encode = r3.embedder.encode
+        r3.embedder.encode = lambda texts, **kw: batches.append(list(texts)) or encode(texts, **kw)
+        r3.build(tiny_conversation)
+        assert batches == []
+        assert r3.activate(tiny_conversation.questions[0], k=5).turn_ids() == wm.turn_ids()
 
 
 def test_long_traces_render_a_compact_trajectory(tiny_conversation):

@@ -78,7 +78,7 @@ class NameColumn:
 
 
 class _NameIndex:
-    def __init__(self, col: NameColumn, n_units: int, encode: Callable[[list[str]], np.ndarray], cells_above: int):
+    def __init__(self, col: NameColumn, n_units: int, matrix: np.ndarray, cells_above: int):
         self.vocab = col.vocab
         order = np.argsort(col.ids, kind="stable")  # per name, its units in row order
         self._rows = np.asarray(col.rows, dtype=np.int64)[order]
@@ -88,7 +88,6 @@ class _NameIndex:
         n = max(1, n_units)
         idf_of = {int(d): math.log(1 + n / int(d)) for d in np.unique(self.df)}
         self.idf = np.asarray([idf_of[int(d)] for d in self.df], dtype=np.float32)
-        matrix = encode(self.vocab) if self.vocab else np.zeros((0, 1), dtype=np.float32)
         # a very large vocabulary is matched through FAISS IVF cells (exact cosines, 1/8 of the names scanned):
         # scanning 500k names costs ~52 ms a query (memory-bound), the cells ~8 ms; on random name vectors
         # (no structure: the worst case) they find 96% of the names at cosine ~0.74, 100% of identical names
@@ -159,8 +158,13 @@ class AttributeIndex:
     def _build(self, n: int, encode: Callable[[list[str]], np.ndarray], entities: NameColumn, locations: NameColumn,
                start: np.ndarray, end: np.ndarray, weight: np.ndarray, name_cells_above: int) -> None:
         self.n = n
-        self.entities = _NameIndex(entities, n, encode, name_cells_above)
-        self.locations = _NameIndex(locations, n, encode, name_cells_above)
+        # one call for both vocabularies: the caller's cache then keeps one matrix of exactly these names
+        # (two calls would each replace the other's rows, and every build would encode them again)
+        names = entities.vocab + locations.vocab
+        both = np.asarray(encode(names), dtype=np.float32) if names else np.zeros((0, 1), dtype=np.float32)
+        ne = len(entities.vocab)
+        self.entities = _NameIndex(entities, n, both[:ne], name_cells_above)
+        self.locations = _NameIndex(locations, n, both[ne:], name_cells_above)
         self._order = np.argsort(start, kind="stable")
         self._start_sorted = start[self._order]
         self._end = end

@@ -220,6 +220,14 @@ class QGMemRetriever(MethodBase):
         idx = self._index[question.conversation_id]
         return self._pool(idx, (question.text or "")[:self.cfg.max_query_chars], question.question_time, {})[0]
 
+    def pool_example(self, question: Question) -> tuple[PoolView, np.ndarray, list[list[str]]]:
+        """(pool, its feature matrix, each row's turn span): what `rerank.kind: learned` scores for this
+        question and what its training data records."""
+        view = self.pool(question)
+        idx = self._index[question.conversation_id]
+        spans = [list(idx.units[r].turn_ids) for r in view.rows]
+        return view, pool_features(idx, view, self.cfg.channel_depth), spans
+
     def _pool(self, idx: _ConvIndex, text: str, question_time: str | None,
               meta: dict[str, object]) -> tuple[PoolView, float, float]:
         """(pool view, query-encoding milliseconds, the encoding's wall seconds here): constraints ->

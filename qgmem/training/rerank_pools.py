@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from qgmem.evaluation.subset import select
 from qgmem.retrieve.config import RetrievalConfig
-from qgmem.retrieve.features import pool_features
+from qgmem.retrieve.features import FEATURES
 
 from .rerank_config import PoolSource, RerankTrainConfig
 
@@ -81,13 +81,15 @@ def _load(path: Path) -> Pools:
 
 
 def source_name(src: PoolSource, retrieval: RetrievalConfig) -> str:
-    """`<benchmark>-<hash of which questions and which pipeline>`: the pools' folder, the same whichever list
-    names the source (a variant config that trains on one source reuses what the full config collected);
-    other retrieval settings make other pools, never stale ones."""
+    """`<benchmark>-<hash of which questions, which pipeline, which features>`: the pools' folder, the same
+    whichever list names the source (a variant config that trains on one source reuses what the full config
+    collected); other retrieval settings or another feature list make other pools, never stale ones. (A
+    change of the pipeline's code is not in the name: delete the work folder after one.)"""
     import hashlib
     from dataclasses import asdict
 
-    what = {"source": {k: v for k, v in asdict(src).items() if k != "store_dir"}, "retrieval": asdict(retrieval)}
+    what = {"source": {k: v for k, v in asdict(src).items() if k != "store_dir"}, "retrieval": asdict(retrieval),
+            "features": list(FEATURES)}
     return f"{src.benchmark}-{hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:8]}"
 
 
@@ -113,13 +115,11 @@ def collect(cfg: RerankTrainConfig, src: PoolSource) -> Pools:
             retrievers[which] = QGMemRetriever(stores[which], cfg.retrieval, turn_features=True)
         r = retrievers[which]
         r.build(conv)
-        idx = r._index[conv.id]
         got = Pools.empty()
         for q in qs:
-            view = r.pool(q)
+            _, x, turns = r.pool_example(q)
             gold = set(q.evidence)
-            turns = [list(idx.units[row].turn_ids) for row in view.rows]
-            got.x.append(pool_features(idx, view, cfg.retrieval.channel_depth))
+            got.x.append(x)
             got.y.append(np.asarray([bool(gold & set(t)) for t in turns], dtype=np.float32))
             got.turns.append(turns)
             got.evidence.append(list(dict.fromkeys(q.evidence)))
