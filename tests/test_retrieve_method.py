@@ -175,7 +175,7 @@ def test_bad_config_is_rejected():
         QGMemRetriever(None, RetrievalConfig(rerank=RerankConfig(kind="magic")))
 
 
-def test_build_through_store_caches_units_and_embeddings(tiny_conversation, tmp_path):
+def test_build_through_store_caches_units_and_embeddings(tiny_conversation, tmp_path, monkeypatch):
     from qgmem.store import MemoryStore
 
     with MemoryStore(tmp_path / "store") as st:
@@ -197,8 +197,8 @@ def test_build_through_store_caches_units_and_embeddings(tiny_conversation, tmp_
     with MemoryStore(tmp_path / "store") as st:
         r3 = QGMemRetriever(st, RetrievalConfig())
         batches: list[list[str]] = []
-        encode = r3.embedder.encode
-        r3.embedder.encode = lambda texts, **kw: batches.append(list(texts)) or encode(texts, **kw)
+        encode = r3.embedder.encode  # the embedder is shared by the process: patched for this test only
+        monkeypatch.setattr(r3.embedder, "encode", lambda texts, **kw: batches.append(list(texts)) or encode(texts, **kw))
         r3.build(tiny_conversation)
         assert batches == []
         assert r3.activate(tiny_conversation.questions[0], k=5).turn_ids() == wm.turn_ids()
