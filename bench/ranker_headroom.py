@@ -20,22 +20,21 @@ from __future__ import annotations
 
 import argparse
 import random
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-
-def _halves(pools: object, seed: int) -> tuple[object, object]:
+if TYPE_CHECKING:
+    from qgmem.training.rerank_config import PoolSource, RerankTrainConfig
     from qgmem.training.rerank_pools import Pools
 
-    convs = sorted({q.rsplit("/", 1)[0] for q in pools.qids})
-    random.Random(seed).shuffle(convs)
-    first = set(convs[: len(convs) // 2])
-    a, b = Pools.empty(), Pools.empty()
-    for i, q in enumerate(pools.qids):
-        side = a if q.rsplit("/", 1)[0] in first else b
-        for name in ("x", "y", "turns", "evidence", "qids"):
-            getattr(side, name).append(getattr(pools, name)[i])
-    return a, b
+
+def _halves(pools: Pools, seed: int) -> tuple[Pools, Pools]:
+    """The questions of a seeded half of the conversations, and the rest (a conversation is never split)."""
+    conv = [q.rsplit("/", 1)[0] for q in pools.qids]
+    names = sorted(set(conv))
+    random.Random(seed).shuffle(names)
+    first = set(names[: len(names) // 2])
+    return (pools.take([i for i, c in enumerate(conv) if c in first]),
+            pools.take([i for i, c in enumerate(conv) if c not in first]))
 
 
 def main() -> None:
@@ -66,12 +65,11 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for label, nf, ns, fus, best, hidden, epoch in rows:
         print(f"| {label} | {nf} | {ns} | {fus:.3f} | {best:.3f} | {best - fus:+.3f} | {hidden}, {epoch} |")
-    print(f"\nmean gain {np.mean([r[4] - r[3] for r in rows]):+.3f}")
     if args.tradeoff:
         _tradeoff(cfg, cfg.train[int(args.tradeoff.removeprefix("train"))], args.seed)
 
 
-def _tradeoff(cfg: object, src: object, seed: int) -> None:
+def _tradeoff(cfg: RerankTrainConfig, src: PoolSource, seed: int) -> None:
     from qgmem.training.ranker_fit import fit
     from qgmem.training.rerank_pools import collect
 

@@ -40,6 +40,10 @@ class Pools:
         for name in ("x", "y", "turns", "evidence", "qids"):
             getattr(self, name).extend(getattr(other, name))
 
+    def take(self, keep: list[int]) -> Pools:
+        """The questions at positions `keep`, in that order."""
+        return Pools(*([getattr(self, name)[i] for i in keep] for name in ("x", "y", "turns", "evidence", "qids")))
+
     @classmethod
     def empty(cls) -> Pools:
         return cls([], [], [], [], [])
