@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
+from qgmem.evaluation.retrieval_metrics import recall_at_k
 from qgmem.retrieve.features import FEATURES
 from qgmem.retrieve.method import select_spans
 from qgmem.retrieve.ranker import LearnedRanker, RankerSpec
@@ -23,11 +24,9 @@ from .rerank_pools import Pools
 
 
 def turn_recall(order: np.ndarray, turns: list[list[str]], evidence: list[str], k: int) -> float:
-    """Share of the evidence turns held by the k units `QGMemRetriever` would select from `order`."""
+    """The benchmark's Recall@k (`recall_at_k`) of the k units `QGMemRetriever` would select from `order`."""
     ranked = [turns[i] for i in order]
-    covered = {t for j in select_spans(ranked, k) for t in ranked[j]}
-    gold = set(evidence)
-    return len(gold & covered) / len(gold) if gold else 0.0
+    return recall_at_k([ranked[j] for j in select_spans(ranked, k)], evidence, k) if any(evidence) else 0.0
 
 
 def mean_recall(pools: Pools, scores: list[np.ndarray], k: int) -> float:

@@ -15,7 +15,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from qgmem.io import atomic_write_json
+from qgmem.io import atomic_write_json, atomic_write_text
+from qgmem.retrieve.ranker import WEIGHTS_FILE
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -88,11 +89,11 @@ def run(args: argparse.Namespace) -> int:
               "fit": asdict(cfg.fit), "data": data, "chosen_hidden": res.hidden, "chosen_epoch": res.epoch,
               "dev_recall": res.dev_recall, "dev_fusion_recall": res.dev_fusion_recall,
               "train_recall": res.train_recall, "train_fusion_recall": res.train_fusion_recall,
-              "weights_bytes": (out / "ranker.safetensors").stat().st_size, "curve": res.curve,
+              "weights_bytes": (out / WEIGHTS_FILE).stat().st_size, "curve": res.curve,
               "collect_seconds": t_fit - t0, "fit_seconds": time.perf_counter() - t_fit,
               "machine": f"{platform.machine()}, {platform.system()}"}
     atomic_write_json(out / "train_report.json", report)
-    (out / "MODEL_CARD.md").write_text(model_card(report))
+    atomic_write_text(out / "MODEL_CARD.md", model_card(report))
     print(f"[train-reranker] width {res.hidden}, epoch {res.epoch}: dev turn recall@{cfg.k} {res.dev_recall:.3f} "
           f"(fusion order {res.dev_fusion_recall:.3f}); wrote {out}")
     return 0
