@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from qgmem.ranking import rank_scores, top_k
 from qgmem.timex import parse_ref
 from qgmem.types import AtomicUnit
 
@@ -210,8 +211,8 @@ class AttributeIndex:
         if not len(rows):
             return []
         if len(rows) > max_matches:
-            keep = np.argpartition(-vals, max_matches - 1)[:max_matches]
+            keep = np.sort(top_k(np.round(vals, 4), max_matches))  # ties: names first, then time order
             rows, vals = rows[keep], vals[keep]
-        tb = tie_break(rows) if tie_break is not None else np.zeros(len(rows), dtype=np.float32)
-        order = np.lexsort((-tb, -np.round(vals, 4)))[:n]
+        tb = rank_scores(tie_break(rows)) if tie_break is not None else np.zeros(len(rows))
+        order = np.lexsort((np.arange(len(rows)), -tb, -np.round(vals, 4)))[:n]
         return [(int(rows[i]), float(vals[i])) for i in order]

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from qgmem.ranking import rank_scores, top_k, top_k_rows
+
 if TYPE_CHECKING:
     from .config import RetrievalConfig
 
@@ -171,9 +173,7 @@ class DenseIndex:
             scores, ids = self._index.search(q, n)
             return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
         scores = matvec(self.matrix, q[0])
-        top = np.argpartition(-scores, n - 1)[:n] if n < self.n else np.arange(self.n)
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(i), float(scores[i])) for i in top]
+        return [(int(i), float(scores[i])) for i in top_k(rank_scores(scores), n)]
 
     def above(self, qvec: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cosines) of every row at or above the threshold, rows increasing (exact or compressed IVF:
@@ -206,13 +206,12 @@ def exact_top_k(chunks: Iterable[np.ndarray], queries: np.ndarray, k: int) -> np
     """Rows of each query's exact top-k inner products over the concatenated chunks, best first, holding
     one chunk at a time: the reference for the recall of an index whose float vectors were never kept."""
     q = np.asarray(queries, dtype=np.float32)
-    best_s = np.zeros((len(q), 0), dtype=np.float32)
+    best_s = np.zeros((len(q), 0), dtype=np.float64)
     best_i = np.zeros((len(q), 0), dtype=np.int64)
     base = 0
     for c in chunks:
-        s = matmul(q, np.asarray(c, dtype=np.float32).T)
-        top = np.argpartition(-s, k - 1, axis=1)[:, :k] if s.shape[1] > k else np.broadcast_to(
-            np.arange(s.shape[1]), s.shape)
+        s = rank_scores(matmul(q, np.asarray(c, dtype=np.float32).T))
+        top = top_k_rows(s, k)
         s = np.concatenate([best_s, np.take_along_axis(s, top, 1)], axis=1)
         i = np.concatenate([best_i, top + base], axis=1)
         base += len(c)

@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from qgmem.ranking import top_k
+
 _TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's default token pattern
 MEMO_DOCS = 500_000  # documents whose term counts one process remembers (about 0.5 GB at the cap, ~1 KB each)
 
@@ -208,7 +210,5 @@ class LexicalIndex:
         all_ids = np.concatenate(ids)
         uniq, inv = np.unique(all_ids, return_inverse=True)
         acc = np.bincount(inv, weights=np.concatenate(ws).astype(np.float64))
-        m = min(n, len(uniq))
-        top = np.argpartition(-acc, m - 1)[:m] if m < len(uniq) else np.arange(len(uniq))
-        top = top[np.lexsort((uniq[top], -acc[top]))]
+        top = top_k(acc, n)  # uniq is increasing: ties in document order
         return [(int(uniq[i]), float(acc[i])) for i in top if acc[i] > 0]

@@ -1,0 +1,83 @@
+"""Rankings do not depend on the CPU's vector features nor on k: ties go by score, then document order.
+
+NumPy's selection and sort kernels dispatch on the CPU (AVX2, AVX-512, ...), and each kernel picks other
+members among tied scores; a retrieval that left ties to them gave other rankings on other machines. The
+subprocess test switches NumPy's runtime dispatch off (and torch's) and must get the same rankings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qgmem.ranking import top_k, top_k_rows
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Many documents tie: filler sessions repeat identical turns, as LongMemEval-S haystacks do.
+_SCRIPT = r"""
+import json, sys
+import numpy as np
+from qgmem.retrieve.lexical import LexicalIndex
+from qgmem.retrieve.dense import DenseIndex, exact_top_k
+from qgmem.testing.hash_embedder import HashEmbedder
+
+filler = ["I went for a walk in the park today", "we cooked pasta for dinner", "the weather was nice",
+          "my cat sleeps all day", "I read a book about the sea"]
+docs = [filler[i % len(filler)] + (" and the park was quiet" if i % 7 == 0 else "") for i in range(3000)]
+lex = LexicalIndex(docs)
+emb = HashEmbedder(64)
+dense = DenseIndex(emb.encode(docs), ann_threshold=10**9)
+q = emb.encode(["a walk in the park"])[0]
+out = {"lexical": {k: [i for i, _ in lex.search("walk park quiet", k)] for k in (5, 50, 400)},
+       "dense": {k: [i for i, _ in dense.search(q, k)] for k in (5, 50, 400)},
+       "exact": exact_top_k([emb.encode(docs[:1500]), emb.encode(docs[1500:])], q[None], 50)[0].tolist()}
+json.dump(out, sys.stdout)
+"""
+
+
+def _run(env_extra: dict[str, str]) -> dict:
+    env = {**os.environ, **env_extra, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout)
+
+
+def _dispatch_features() -> str:
+    """The CPU features NumPy dispatches to on this machine (the ones that can be switched off)."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    return " ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f))
+
+
+def test_retrieval_rankings_are_identical_with_cpu_dispatch_switched_off():
+    feats = _dispatch_features()
+    if not feats:
+        pytest.skip("this CPU has no NumPy dispatch target above the baseline to switch off")
+    default = _run({})
+    baseline = _run({"NPY_DISABLE_CPU_FEATURES": feats, "ATEN_CPU_CAPABILITY": "default"})
+    assert default == baseline
+    for channel in ("lexical", "dense"):
+        r = default[channel]
+        assert r["5"] == r["50"][:5] and r["50"] == r["400"][:50]  # a top-5 is a prefix of the top-50
+        assert len(set(r["400"])) == len(r["400"])
+
+
+def test_top_k_is_score_then_position_and_a_prefix_of_any_larger_k():
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        s = np.round(rng.random(4000), 1).astype(dtype)  # 11 distinct values: hundreds of ties each
+        ref = np.lexsort((np.arange(len(s)), -s))
+        for k in (1, 5, 17, 50, 399, 4000, 5000):
+            assert top_k(s, k).tolist() == ref[:k].tolist()
+    key = rng.permutation(10)
+    assert top_k(np.ones(10), 3, key=key).tolist() == np.argsort(key)[:3].tolist()
+    assert top_k(np.zeros(0), 3).tolist() == [] and top_k(np.ones(3), 0).tolist() == []
+    m = np.round(rng.random((3, 200)), 1)
+    assert top_k_rows(m, 7).tolist() == [np.lexsort((np.arange(200), -row))[:7].tolist() for row in m]
