@@ -38,15 +38,42 @@ q = emb.encode(["a walk in the park"])[0]
 out = {"lexical": {k: [i for i, _ in lex.search("walk park quiet", k)] for k in (5, 50, 400)},
        "dense": {k: [i for i, _ in dense.search(q, k)] for k in (5, 50, 400)},
        "exact": exact_top_k([emb.encode(docs[:1500]), emb.encode(docs[1500:])], q[None], 50)[0].tolist()}
+
+import qgmem.embed
+import qgmem.baselines.dense_turns
+from qgmem.baselines.bm25_turns import BM25Turns
+from qgmem.llm.scripted import ScriptedBackend
+from qgmem.pipeline import MemoryPipeline
+from qgmem.types import Conversation, Question, Session, Turn
+qgmem.embed.get_embedder = qgmem.baselines.dense_turns.get_embedder = lambda name="minilm", device=None: emb
+sessions = [Session(f"S{s}", f"2023-0{1 + s % 9}-1{s % 10}",
+                    [Turn(f"D{s}:{t}", ("Ann", "Ben")[t % 2], filler[(s + t) % len(filler)]) for t in range(1, 9)]
+                    + [Turn(f"D{s}:9", "Ann", f"I started a new job at Studio {s} and I walk to the park")])
+            for s in range(1, 5)]
+conv = Conversation("c1", sessions, [], speakers=["Ann", "Ben"])
+pipe = MemoryPipeline(llm=ScriptedBackend([]), store_dir=sys.argv[1])
+pipe.add(conv)
+qs = ["Where does Ann work now?", "What did Ann cook for dinner?", "Who walks in the park?"]
+out["pipeline"] = [[it.turn_ids for it in pipe.working_memory(q, "c1").items] for q in qs]
+bm = BM25Turns()
+bm.build(conv)
+out["bm25-turns"] = [bm.activate(Question(f"q{i}", q, [], "1", conversation_id="c1")).turn_ids()
+                     for i, q in enumerate(qs)]
 json.dump(out, sys.stdout)
 """
 
 
-def _run(env_extra: dict[str, str]) -> dict:
-    env = {**os.environ, **env_extra, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    return json.loads(p.stdout)
+def _run_all(envs: list[dict[str, str]], tmp: Path) -> list[dict]:
+    """The script under each environment, in parallel processes (each loads spaCy and torch)."""
+    procs = [subprocess.Popen([sys.executable, "-c", _SCRIPT, str(tmp / f"store{i}")],
+                              env={**os.environ, **e, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i, e in enumerate(envs)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        outs.append(json.loads(out))
+    return outs
 
 
 def _dispatch_features() -> str:
@@ -56,13 +83,14 @@ def _dispatch_features() -> str:
     return " ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f))
 
 
-def test_retrieval_rankings_are_identical_with_cpu_dispatch_switched_off():
+def test_retrieval_rankings_are_identical_with_cpu_dispatch_switched_off(tmp_path):
     feats = _dispatch_features()
     if not feats:
         pytest.skip("this CPU has no NumPy dispatch target above the baseline to switch off")
-    default = _run({})
-    baseline = _run({"NPY_DISABLE_CPU_FEATURES": feats, "ATEN_CPU_CAPABILITY": "default"})
+    default, baseline = _run_all([{}, {"NPY_DISABLE_CPU_FEATURES": feats, "ATEN_CPU_CAPABILITY": "default"}],
+                                 tmp_path)
     assert default == baseline
+    assert all(len(wm) == 10 for wm in default["pipeline"] + default["bm25-turns"])
     for channel in ("lexical", "dense"):
         r = default[channel]
         assert r["5"] == r["50"][:5] and r["50"] == r["400"][:50]  # a top-5 is a prefix of the top-50
