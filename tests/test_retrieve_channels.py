@@ -232,9 +232,35 @@ def test_bf16_embedder_is_the_fp32_model_to_within_1e_3_cosine() -> None:
 def test_bf16_on_a_cpu_without_bf16_units_warns(monkeypatch) -> None:
     import qgmem.embed as E
 
-    monkeypatch.setattr(E, "native_bf16", lambda: False)
+    monkeypatch.setattr(E, "cpu_flags", lambda: {"avx2", "avx512f"})  # AVX-512 without bf16 units (Skylake)
     with pytest.warns(UserWarning, match="no bfloat16 units"):
         E.Embedder("minilm@8:bf16")
+
+
+@pytest.mark.parametrize("flags, want", [({"avx2", "fma"}, "minilm@128"), ({"avx2", "avx512f"}, "minilm@128"),
+                                         ({"avx512f", "avx512_bf16"}, "minilm@128:bf16"),
+                                         ({"avx512f", "amx_tile", "amx_bf16"}, "minilm@128:bf16")])
+def test_auto_precision_is_bf16_only_on_cpus_with_bf16_units(monkeypatch, flags, want) -> None:
+    import qgmem.embed as E
+
+    monkeypatch.setattr(E, "cpu_flags", lambda: flags)
+    assert E.resolve_name("minilm@128:auto") == want and E.resolve_name("minilm@128:auto", "cpu") == want
+    assert E.resolve_name("minilm@128:fp32") == E.resolve_name("minilm@128") == "minilm@128"  # one name each
+    assert E.resolve_name("minilm@128:bf16") == "minilm@128:bf16"  # asked for by name: kept (and warned)
+    monkeypatch.setattr(E, "_load", lambda model, device: model)
+    assert E.get_embedder("minilm@128:auto") == want  # the loaded embedder is named by what it runs
+
+
+def test_auto_precision_on_a_gpu_follows_its_bf16_support(monkeypatch) -> None:
+    import torch
+
+    import qgmem.embed as E
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for supported, want in ((True, "m:bf16"), (False, "m")):
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda s=supported: s)
+        assert E.resolve_name("m:auto", "cuda") == E.resolve_name("m:auto", "cuda:1") == want
+    assert E.resolve_name("m:auto", "mps") == "m"
 
 
 def test_attribute_columns_and_name_cells_give_the_unit_built_index_results() -> None:

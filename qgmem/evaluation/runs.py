@@ -132,12 +132,29 @@ def open_run(cfg: Any, resume: bool = False) -> tuple[Path, bool]:
     from qgmem import __version__
 
     meta = read_meta(run_dir)
+    meta.update(_embedder_meta(cfg, meta, run_dir))
     meta.update({"package": "qgmem", "version": __version__, "git_commit": _git_commit(), "status": "running",
                  "started": meta.get("started", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
                  "resumed": meta.get("resumed", 0) + int(resumed)})
     atomic_write_json(run_dir / META, meta)
     atomic_write_text(run_dir / CONFIG, yaml.safe_dump(to_dict(cfg), sort_keys=False))
     return run_dir, resumed
+
+
+def _embedder_meta(cfg: Any, meta: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The embedder as it runs on this machine (`:auto` resolved: bf16 or float32); a run is not resumed
+    under another precision, whose vectors and rankings differ."""
+    retrieval = getattr(cfg, "retrieval", None)
+    if retrieval is None or not getattr(retrieval, "embedder", None):
+        return {}
+    from qgmem.embed import BF16_CPU_FLAGS, cpu_flags, resolve_name, split_precision
+
+    name = resolve_name(retrieval.embedder, retrieval.device)
+    if meta.get("embedder", name) != name:
+        raise ValueError(f"{run_dir / META}: cannot resume: the run embedded with {meta['embedder']!r}, this "
+                         f"machine resolves {retrieval.embedder!r} to {name!r}; start a new run instead")
+    return {"embedder": name, "embed_precision": split_precision(name)[1],
+            "cpu_bf16_units": sorted(set(BF16_CPU_FLAGS) & cpu_flags())}
 
 
 @contextlib.contextmanager

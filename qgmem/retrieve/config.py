@@ -27,7 +27,10 @@ RETIRED_KEYS = {"token_counter"}  # context tokens: qgmem.answer.count_tokens, o
 
 @dataclass
 class RetrievalConfig:
-    embedder: str = "minilm"  # sentence-transformers name or path; "minilm" = packaged all-MiniLM-L6-v2
+    # sentence-transformers name or path ("minilm" = the packaged all-MiniLM-L6-v2), inputs cut at the 128 word
+    # pieces it was trained on (chosen on the dev split), products in bfloat16 where the CPU or GPU has native
+    # bf16 units and in float32 elsewhere (`auto`, qgmem/embed.py); the run's meta records which one ran
+    embedder: str = "minilm@128:auto"
     device: str | None = None
     # unit channels (lexical, dense, event-attribute); the raw-turn channels (turn-lexical, turn-dense) are
     # available but off: on the test side of LoCoMo and LongMemEval-S they did not earn their place

@@ -108,7 +108,7 @@ class QGMemRetriever(MethodBase):
 
         if self.store is None:
             return encode(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
-        return self.store.cached_vectors(ns, kind, texts, encode, self.cfg.embedder)[0]
+        return self.store.cached_vectors(ns, kind, texts, encode, self.embedder.name)[0]
 
     def index_units(self, conversation: Conversation | None, units: list[AtomicUnit], traces: list[MemoryTrace],
                     namespace: str | None = None) -> None:
