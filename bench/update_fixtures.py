@@ -1,0 +1,65 @@
+"""Knowledge-update figures of the in-sample and held-out fixture sets, side by side.
+
+    python bench/update_fixtures.py [--set both|in-sample|heldout] [--failures] [--json PATH]
+
+in-sample: tests/fixtures/updates/ (the word lists were iterated on it); held-out:
+tests/fixtures/updates_heldout/ (written before any tuning on it; nothing may be tuned on it). Each set is
+built with the real rule extractor into a fresh temporary store and measured by
+`qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with
+counts and percentages; `--failures` adds every labelled update that formed no trace, with the units the
+extractor made of its two turns. Needs the spaCy pipeline and the packaged MiniLM (no network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from qgmem.testing.update_report import UpdateReport, measure, misses_text, rows, table
+
+ROOT = Path(__file__).resolve().parents[1]
+SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.json",
+        "held-out": ROOT / "tests" / "fixtures" / "updates_heldout" / "conversations.json"}
+CHOICES = {"both": ("in-sample", "held-out"), "in-sample": ("in-sample",), "heldout": ("held-out",)}
+
+
+def run(names: tuple[str, ...]) -> list[UpdateReport]:
+    """Measure each named set in its own fresh store."""
+    out = []
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix=f"updates-{name}-") as tmp:
+            out.append(measure(name, SETS[name], tmp))
+    return out
+
+
+def as_json(reports: list[UpdateReport]) -> dict:
+    """Counts per set and measure, plus the untraced updates by turn id."""
+    return {r.name: {"conversations": r.conversations, "units": r.units, "traces": r.traces,
+                     "measures": {label.strip(): dataclasses.asdict(rate) for label, rate in rows(r)},
+                     "untraced": [{"conversation": m.conversation, **dataclasses.asdict(m.update)} for m in r.misses]}
+            for r in reports}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", choices=sorted(CHOICES), default="both")
+    ap.add_argument("--failures", action="store_true", help="list the labelled updates that formed no trace")
+    ap.add_argument("--json", type=Path, help="also write the counts to this file")
+    args = ap.parse_args(argv)
+    reports = run(CHOICES[args.set])
+    print(table(reports))
+    if args.failures:
+        for r in reports:
+            print()
+            print(misses_text(r))
+    if args.json:
+        args.json.write_text(json.dumps(as_json(reports), indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
