@@ -329,7 +329,7 @@ def test_one_data_loader_serves_every_epoch(tiny_setup, tmp_path, monkeypatch):
                         lambda self, *a, **kw: prepared_loaders.append(1) or real(self, *a, **kw))
     llm_dir, prepared = tiny_setup
     rep = train(_cfg(llm_dir, prepared, tmp_path / "e", "optim.epochs=3", "optim.batch_size=8", "eval.test=false",
-                     "eval.every=100"))
+                     "eval.every=3"))  # 9 steps: validated 3 times, as a schedule by epochs must be
     assert rep["steps"] == 9 and len(prepared_loaders) == 1
 
 

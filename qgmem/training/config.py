@@ -66,7 +66,10 @@ class OptimConfig:
     lr: float = 1e-4
     weight_decay: float = 0.05
     betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
-    warmup_steps: int = 10
+    # linear warm-up, in optimizer steps or as a fraction of the total steps (0.05 = 5%); state one
+    # (neither: 10 steps); qgmem/training/schedule.py places it and refuses one that reaches the total
+    warmup_steps: int | None = None
+    warmup_fraction: float | None = None
     min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
     grad_accum: int = 1
     clip: float = 1.0  # max grad norm (0 = off)
@@ -79,7 +82,10 @@ class OptimConfig:
 
 @dataclass
 class EvalConfig:
-    every: int = 50  # validate every N optimizer steps (and at the end)
+    # validate every N optimizer steps (and at the end), or after every fraction of the total steps; state one
+    # (neither: every 50 steps); a schedule that validates fewer than 3 times after step 0 is refused
+    every: int | None = None
+    every_fraction: float | None = None
     metric: str = "loss"  # best checkpoint by "loss" (lower) or "f1" (higher)
     gen_examples: int = 0  # token F1 via generate on this many validation examples (0 = off)
     max_new_tokens: int = 24
@@ -96,10 +102,28 @@ class WandbConfig:
 
 
 @dataclass
+class PlanConfig:
+    """What the run is expected to see, stated so that its schedule can be printed and checked before the
+    prepared set exists (`validate_config`, ``train.py --estimate-only``); when train.py runs it uses the
+    real counts instead (the prepared train split, the launched processes)."""
+
+    train_examples: int | None = None  # train examples of the prepared set (None: known once it is prepared)
+    processes: int = 1  # data-parallel processes (GPUs) the run is launched with
+    # expected wall seconds per optimizer step on the target GPUs (None: the save cadence is not checked)
+    step_seconds: float | None = None
+
+
+@dataclass
 class TrainConfig:
     output_dir: str = "checkpoints/run"
     mixed_precision: str = "no"  # "no" | "bf16" | "fp16" (autocast for the trainable part)
-    save_every: int = 50  # write output_dir/last every N optimizer steps
+    # write output_dir/last every N optimizer steps, or after every fraction of the total steps; state one
+    # (neither: every 50 steps)
+    save_every: int | None = None
+    save_every_fraction: float | None = None
+    # last/ must be written at least this often (minutes of expected wall time, plan.step_seconds): a killed
+    # or requeued job loses at most this much
+    save_minutes: float = 30.0
     resume: bool = True  # continue from output_dir/last when it exists
     stop_after_steps: int | None = None  # leave the loop after N steps without a final save (a simulated kill)
     progress: bool = True
@@ -113,6 +137,7 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
+    plan: PlanConfig = field(default_factory=PlanConfig)
 
     @property
     def ddp_timeout(self) -> timedelta:
@@ -120,19 +145,53 @@ class TrainConfig:
         return timedelta(seconds=self.ddp_timeout_s)
 
 
+def _one_of(section: str, steps: tuple[str, int | None], fraction: tuple[str, float | None], low_open: bool) -> None:
+    """A cadence given as steps or as a fraction of the total, not both, each in its range."""
+    (sn, sv), (fn, fv) = steps, fraction
+    if sv is not None and fv is not None:
+        raise ConfigError(f"{section}{sn} ({sv}) and {section}{fn} ({fv}) are both stated; state one")
+    if sv is not None and sv < (1 if low_open else 0):
+        raise ConfigError(f"{section}{sn}: expected an integer >= {1 if low_open else 0}, got {sv}")
+    if fv is not None and not ((0.0 < fv <= 1.0) if low_open else (0.0 <= fv < 1.0)):
+        rng = "(0, 1]" if low_open else "[0, 1)"
+        raise ConfigError(f"{section}{fn}: expected a fraction of the total steps in {rng}, got {fv}")
+
+
 def validate_config(cfg: TrainConfig) -> None:
+    """Refuse a config that cannot run as meant, in one line naming the field; with ``plan.train_examples``
+    stated this includes its schedule (qgmem/training/schedule.py)."""
+    from qgmem.training.schedule import check_schedule, plan_schedule
+
     if cfg.model.dtype not in DTYPES:
-        raise ValueError(f"model.dtype: expected one of {DTYPES}, got {cfg.model.dtype!r}")
+        raise ConfigError(f"model.dtype: expected one of {DTYPES}, got {cfg.model.dtype!r}")
     if cfg.eval.metric not in ("loss", "f1"):
-        raise ValueError(f"eval.metric: expected 'loss' or 'f1', got {cfg.eval.metric!r}")
+        raise ConfigError(f"eval.metric: expected 'loss' or 'f1', got {cfg.eval.metric!r}")
     if cfg.eval.metric == "f1" and cfg.eval.gen_examples <= 0:
-        raise ValueError("eval.metric=f1 needs eval.gen_examples > 0")
+        raise ConfigError("eval.metric=f1 needs eval.gen_examples > 0")
     if cfg.ddp_timeout_s <= 0:
-        raise ValueError(f"ddp_timeout_s: expected a positive number of seconds, got {cfg.ddp_timeout_s}")
+        raise ConfigError(f"ddp_timeout_s: expected a positive number of seconds, got {cfg.ddp_timeout_s}")
     if not 0.0 <= cfg.data.text_dropout < 1.0:
-        raise ValueError(f"data.text_dropout: expected a probability in [0, 1), got {cfg.data.text_dropout}")
+        raise ConfigError(f"data.text_dropout: expected a probability in [0, 1), got {cfg.data.text_dropout}")
     if cfg.optim.grad_accum < 1 or cfg.optim.batch_size < 1:
-        raise ValueError("optim.grad_accum and optim.batch_size must be >= 1")
+        raise ConfigError("optim.grad_accum and optim.batch_size must be >= 1")
+    o, p = cfg.optim, cfg.plan
+    _one_of("optim.", ("warmup_steps", o.warmup_steps), ("warmup_fraction", o.warmup_fraction), low_open=False)
+    _one_of("eval.", ("every", cfg.eval.every), ("every_fraction", cfg.eval.every_fraction), low_open=True)
+    _one_of("", ("save_every", cfg.save_every), ("save_every_fraction", cfg.save_every_fraction), low_open=True)
+    if o.max_steps is not None and o.max_steps < 1:
+        raise ConfigError(f"optim.max_steps: expected an integer >= 1, got {o.max_steps}")
+    if o.max_steps is None and o.epochs < 1:
+        raise ConfigError(f"optim.epochs: expected an integer >= 1, got {o.epochs}")
+    if cfg.save_minutes <= 0:
+        raise ConfigError(f"save_minutes: expected a positive number of minutes, got {cfg.save_minutes}")
+    if p.processes < 1:
+        raise ConfigError(f"plan.processes: expected an integer >= 1, got {p.processes}")
+    if p.step_seconds is not None and p.step_seconds <= 0:
+        raise ConfigError(f"plan.step_seconds: expected a positive number of seconds, got {p.step_seconds}")
+    if p.train_examples is not None:
+        if p.train_examples < 1:
+            raise ConfigError(f"plan.train_examples: expected an integer >= 1, got {p.train_examples}")
+        check_schedule(cfg, plan_schedule(cfg, p.train_examples, p.processes, "plan.train_examples"))
 
 
 def resolve_config_path(ref: str, referrer: Path) -> Path:

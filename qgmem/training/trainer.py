@@ -10,6 +10,9 @@ What it guarantees:
 - gradient accumulation is real and token-weighted (`accumulate_step`: no optimizer step and no
   gradient sync between micro-batches; the loss of a step is the mean over every answer token of its
   micro-batches on every process, so it equals one large batch whatever the answer lengths);
+- the schedule follows the data (`qgmem.training.schedule`): examples, steps per epoch and total
+  steps are printed before the first step, warm-up / validation / saves may be fractions of the total,
+  and a schedule that never leaves warm-up, validates fewer than 3 times or saves too rarely is refused;
 - ``output_dir/last`` is written atomically every ``save_every`` steps and a restarted run resumes
   from it at the same step and batch; ``output_dir/best`` is the best validation checkpoint
   (`qgmem.training.checkpoint`);
@@ -40,6 +43,7 @@ from qgmem.training.config import TrainConfig, load_train_config, validate_confi
 from qgmem.training.model import build_model, count_parameters
 from qgmem.training.examples import EpochSampler, ExampleDataset, TextDropout
 from qgmem.training.memory import estimate_only, preflight
+from qgmem.training.schedule import Schedule, check_schedule, format_schedule, plan_schedule, print_schedule
 from qgmem.training.validate import F1_DEFINITION, eval_generate, eval_loss, fmt, report_table, test_report
 
 
@@ -73,6 +77,7 @@ class Run:
     params: dict[str, int]
     state: dict[str, Any] = field(default_factory=dict)
     too_long: dict[str, list[str]] = field(default_factory=dict)  # split -> ids left out (see `setup`)
+    schedule: Schedule | None = None  # warm-up, validation and save steps (set by `setup`)
 
     @property
     def out(self) -> Path:
@@ -124,6 +129,8 @@ def setup(cfg: TrainConfig) -> Run:
     set_seed(o.seed)
     log = (lambda *a: print(*a, flush=True)) if accelerator.is_main_process else (lambda *a: None)
     meta, train_ds, val_ds, test_ds = load_data(cfg)
+    # refused before the LLM loads when the data cannot fill the schedule (the max_length filter below drops few)
+    check_schedule(cfg, plan_schedule(cfg, len(train_ds), accelerator.num_processes, "prepared set"))
     preflight(cfg, meta, log, accelerator.device)  # prints the memory estimate; refuses what cannot fit the GPU
     model = build_model(cfg, meta, log)
     params = count_parameters(model)
@@ -141,10 +148,12 @@ def setup(cfg: TrainConfig) -> Run:
             + ", ".join(f"{k} {len(v)}" for k, v in too_long.items()))
     optimizer = torch.optim.AdamW(model.trainable_parameters(), lr=o.lr, weight_decay=o.weight_decay,
                                   betas=tuple(o.betas))
-    micro_per_epoch = math.ceil(len(train_ds) / (o.batch_size * accelerator.num_processes))
-    total_steps = o.max_steps if o.max_steps is not None else o.epochs * math.ceil(micro_per_epoch / o.grad_accum)
+    schedule = plan_schedule(cfg, len(train_ds), accelerator.num_processes, "prepared set")
+    check_schedule(cfg, schedule)
+    log(format_schedule(cfg, schedule))
+    total_steps = schedule.total_steps
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_lambda(s, o.warmup_steps, total_steps, o.min_lr_ratio))
+        optimizer, lambda s: lr_lambda(s, schedule.warmup_steps, total_steps, o.min_lr_ratio))
     model, optimizer = accelerator.prepare(model, optimizer)
     sampler = EpochSampler(len(train_ds), o.seed)
     # own generator: iterating must not draw from the global RNG (a resumed run starts mid-epoch, so a
@@ -159,7 +168,7 @@ def setup(cfg: TrainConfig) -> Run:
     run = Run(cfg, accelerator, model, optimizer, scheduler, collate[0], collate[1], train_ds, loader, sampler,
               val_ds.examples(), val_ds.golds(), test_ds, meta, total_steps, params,
               state={"step": 0, "epoch": 0, "micro_in_epoch": 0, "best": None, "history": [],
-                     "train_seconds": 0.0, "resumed_from": []}, too_long=too_long)
+                     "train_seconds": 0.0, "resumed_from": []}, too_long=too_long, schedule=schedule)
     last = ckpt.find_last(run.out) if cfg.resume else None
     if last is not None:
         run.state = ckpt.load_last(accelerator, model, last)
@@ -208,14 +217,14 @@ def validate_and_keep_best(run: Run, step: int) -> dict[str, Any]:
 
 def _after_step(run: Run, step: int, rec: dict[str, Any]) -> None:
     """Validation, logging and the `last` checkpoint due after optimizer step `step`."""
-    cfg = run.cfg
-    if step % cfg.eval.every == 0 or step == run.total_steps:
+    cfg, sched = run.cfg, run.schedule
+    if step % sched.eval_every == 0 or step == run.total_steps:
         rec.update(validate_and_keep_best(run, step))
         run.log(f"step {step} | {fmt(rec)}")
     run.state["history"].append(rec)
     if cfg.wandb.enabled:
         run.accelerator.log(rec, step=step)
-    if step % cfg.save_every == 0 or step == run.total_steps:
+    if step % sched.save_every == 0 or step == run.total_steps:
         ckpt.save_last(run.accelerator, run.model, run.out, run.state)
 
 
@@ -359,13 +368,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="train YAML (configs/train/*.yaml)")
     parser.add_argument("--model-config", help="backbone YAML (configs/model/*.yaml): its model/encoder "
                         "sections replace the train config's; key=value overrides still apply last")
-    parser.add_argument("--estimate-only", action="store_true", help="print the per-GPU memory estimate and exit")
+    parser.add_argument("--estimate-only", action="store_true",
+                        help="print the schedule (examples, steps per epoch, total steps) and the per-GPU memory "
+                             "estimate, then exit")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. optim.lr=1e-4 output_dir=/tmp/run")
 
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_train_config(args.config, args.model_config, args.overrides)
-    return estimate_only(cfg) if args.estimate_only else (0 if train(cfg) else 1)
+    if args.estimate_only:
+        validate_config(cfg)
+        print_schedule(cfg)
+        return estimate_only(cfg)
+    return 0 if train(cfg) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
