@@ -61,7 +61,6 @@ def _warm(pipe: Any) -> None:
 
 
 def run(args: Any, llm: Any = None) -> int:
-    from qgmem.serve.service import MemoryService
     from qgmem.serve.tenants import Tenants
 
     cfg = load(args)
@@ -73,6 +72,8 @@ def run(args: Any, llm: Any = None) -> int:
     if tenants.open and args.mcp is None:
         log.warning("no API keys configured: every namespace is open to clients on this machine; serving "
                     "loopback only (give --keys FILE or $QGMEM_API_KEYS to require keys)")
+    from qgmem.serve.service import MemoryService  # the pipeline's imports (torch, ...) only once the checks passed
+
     pipe = make_pipeline(cfg, llm)
     _warm(pipe)
     service = MemoryService(pipe, tenants, cfg.limits)
