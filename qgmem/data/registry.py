@@ -17,7 +17,7 @@ from ..paths import data_dir as default_data_dir
 from ..types import Conversation
 from . import download as dl
 from .beam import load_beam
-from .convomem import load_convomem
+from .convomem import load_convomem, load_convomem_cases
 from .errors import DataError
 from .factconsolidation import load_factconsolidation
 from .locomo import load_locomo
@@ -27,7 +27,7 @@ from .msc import default_path as msc_path
 from .msc import load_msc
 from .msc_persona import load_msc_persona
 
-DATASET_NAMES = ("locomo", "longmemeval-oracle", "longmemeval-s", "beam-128k", "beam-500k", "convomem",
+DATASET_NAMES = ("locomo", "longmemeval-oracle", "longmemeval-s", "beam-128k", "beam-500k", "convomem", "convomem-cases",
                  "factconsolidation-sh", "factconsolidation-mh", "msc", "msc-persona")
 
 
@@ -71,6 +71,12 @@ def _convomem(root: Path, download: bool, **kw: Any) -> list[Conversation]:
     return _with_root(root, lambda: load_convomem(local if local.exists() else None, **kw))
 
 
+def _convomem_cases(root: Path, download: bool, **kw: Any) -> list[Conversation]:
+    """ConvoMem's pre-mixed test cases, the QGMem paper's training unit (see qgmem/data/convomem.py)."""
+    local = root / "convomem"
+    return _with_root(root, lambda: load_convomem_cases(local if local.exists() else None, **kw))
+
+
 def _fc(variant: str) -> Callable[..., list[Conversation]]:
     def load(root: Path, download: bool, **kw: Any) -> list[Conversation]:
         local = root / "memoryagentbench"
@@ -90,6 +96,7 @@ _LOADERS: dict[str, Callable[..., list[Conversation]]] = {
     "beam-128k": _beam("128K"),
     "beam-500k": _beam("500K"),
     "convomem": _convomem,
+    "convomem-cases": _convomem_cases,  # test cases: several QA pairs over shared conversations (training)
     "factconsolidation-sh": _fc("sh"),
     "factconsolidation-mh": _fc("mh"),
     "msc": _msc,  # dialogue only, no questions (session 3, test split by default)
@@ -97,7 +104,7 @@ _LOADERS: dict[str, Callable[..., list[Conversation]]] = {
 }
 
 
-_STREAMING = {"longmemeval-oracle", "longmemeval-s", "convomem", "msc", "msc-persona"}  # loaders that stop early at ``limit``
+_STREAMING = {"longmemeval-oracle", "longmemeval-s", "convomem", "convomem-cases", "msc", "msc-persona"}  # loaders that stop early at ``limit``
 
 
 def load_dataset_by_name(name: str, data_dir: str | Path | None = None, download: bool = True,

@@ -49,7 +49,9 @@ __all__ = ["PrepareConfig", "SPLITS", "assign_splits", "config_from_file", "cut_
 
 @dataclass
 class PrepareConfig:
-    dataset: str = "longmemeval-s"  # any name of qgmem.data.registry (paper: "convomem")
+    dataset: str = "longmemeval-s"  # any name of qgmem.data.registry (paper: "convomem-cases")
+    # keywords for the dataset's loader, e.g. convomem-cases: {context_sizes: [2]} (qgmem/data/convomem.py)
+    dataset_options: dict[str, Any] = field(default_factory=dict)
     data_dir: str | None = None  # default: $QGMEM_DATA_DIR
     seed: int = 0  # subset choice, split assignment and distractor sampling
     max_conversations: int | None = None  # seeded subset of conversations (None = all)
@@ -228,7 +230,12 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
     if conversations is None:
         from qgmem.data.registry import load_dataset_by_name
 
-        conversations = load_dataset_by_name(cfg.dataset, data_dir=cfg.data_dir)
+        try:
+            conversations = load_dataset_by_name(cfg.dataset, data_dir=cfg.data_dir, **dict(cfg.dataset_options))
+        except TypeError as e:
+            if "unexpected keyword argument" not in str(e):
+                raise
+            raise ConfigError(f"prepare config: field 'dataset_options' {cfg.dataset_options}: {e}") from None
     selected = select_conversations(conversations, cfg)
     splits = assign_splits([c.id for c in selected], cfg.split, cfg.seed)
     _drop_torn_tail(out / "examples.jsonl")
