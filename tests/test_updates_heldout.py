@@ -13,10 +13,10 @@ import collections
 import re
 
 import pytest
-from test_no_benchmark_vocabulary import TOPIC_WORDS, _data_dir, benchmark_speakers
 
 from qgmem.testing.update_fixtures import KINDS, STATES, load_update_fixtures
 from qgmem.testing.update_report import measure, misses_text, table
+from test_no_benchmark_vocabulary import TOPIC_WORDS, _data_dir, benchmark_speakers
 from test_updates import FIXTURES as IN_SAMPLE
 
 HELD_OUT = IN_SAMPLE.parents[1] / "updates_heldout" / "conversations.json"
