@@ -147,3 +147,65 @@ def store_snapshot(store: Path) -> dict[str, list]:
         db.close()
     out["files"] = sorted((p.name, p.stat().st_size) for p in (store / "embeddings").glob("*"))
     return out
+
+
+class InProcessServer:
+    """`qgmem serve`'s app under uvicorn in a thread of this process (its imports are paid already), on a
+    free loopback port: for tests whose point is not the process boundary (answer backends, limits, restart)."""
+
+    def __init__(self, store: Path, backend: object = None, keys: list | None = None, **cfg: object):
+        """`cfg`: ServeConfig fields (an `llm` section picks the backend; else `backend`, default scripted)."""
+        from qgmem.config import from_dict
+        from qgmem.llm.scripted import ScriptedBackend
+        from qgmem.serve.config import ServeConfig
+
+        data: dict = {"k": K, "retrieval": {"embedder": "hash-bow"}, "llm": {"cache": False}}
+        data.update(cfg)
+        self.cfg = from_dict(ServeConfig, data)
+        self.cfg.store_dir = str(store)
+        if backend is None and "llm" not in cfg:
+            backend = ScriptedBackend(lambda req: "From [M1].\nAnswer: Globex")
+        self.llm, self.keys = backend, keys or []
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> InProcessServer:
+        import threading
+
+        import uvicorn
+
+        from qgmem.serve.cli import make_pipeline
+        from qgmem.serve.http import create_app
+        from qgmem.serve.mcp_tools import make_mcp
+        from qgmem.serve.service import MemoryService
+        from qgmem.serve.tenants import Tenants
+
+        self.pipe = make_pipeline(self.cfg, self.llm)
+        self.service = MemoryService(self.pipe, Tenants(self.keys), self.cfg.limits)
+        app = create_app(self.service, make_mcp(self.service))
+        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 60
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("in-process server did not start")
+            time.sleep(0.05)
+        return self
+
+    def client(self, key: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60.0)
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(20)
+        self.pipe.close()
+
+
+def wait_for(cond, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
