@@ -60,7 +60,8 @@ class FullContextOptions:
 class GraphTokenOptions:
     checkpoint: str = ""  # a `GraphTokenLM.save_pretrained` folder (e.g. output_dir/best); required
     k: int | None = None  # working-memory size; None: what the checkpoint was trained with
-    device: str | None = None
+    device: str | None = None  # None: CUDA, then MPS, then the CPU, whichever is available
+    dtype: str | None = None  # of the frozen LLM; None: the dtype the checkpoint records (float32 if none)
 
 
 @dataclass
@@ -112,7 +113,8 @@ def _graph_token(ctx: MethodContext, opts: GraphTokenOptions) -> MemoryMethod:
     root = getattr(ctx.store, "root", ctx.store)
     if hasattr(ctx.store, "close"):
         ctx.store.close()  # the pipeline opens its own store at the same root
-    return GraphTokenMethod(pipeline_cls.from_pretrained(opts.checkpoint, store_dir=root, k=opts.k, device=opts.device))
+    return GraphTokenMethod(pipeline_cls.from_pretrained(opts.checkpoint, store_dir=root, k=opts.k, device=opts.device,
+                                                         torch_dtype=opts.dtype))
 
 
 def _anchormem(ctx: MethodContext, cfg: AnchorMemConfig) -> MemoryMethod:
@@ -325,11 +327,6 @@ class GraphTokenMethod(MethodBase):
 
     def answer(self, question: Question, wm: WorkingMemory, max_tokens: int) -> tuple[str, int, int]:
         """(reply text, prompt tokens, completion tokens) from the working memory the run activated (the
-        one it records), not a second retrieval; the local model reports no token counts (0)."""
-        from qgmem.model.inputs import build_example
-
-        pipe = self.pipeline
-        emb = pipe.retriever.embedder
-        example = build_example(wm, emb.encode, pipe.inputs, embed_dim=emb.dim)
-        batch = pipe.model.make_collator(pipe.max_length, mode="generate", system=pipe.system)([example])
-        return pipe.model.generate(batch, max_new_tokens=max_tokens)[0], 0, 0
+        one it records), not a second retrieval, through the pipeline's own `generate` (so its graph tokens
+        are those of `MemoryPipeline.answer`); the local model reports no token counts (0)."""
+        return self.pipeline.generate(wm, max_new_tokens=max_tokens), 0, 0
