@@ -80,6 +80,8 @@ class MemoryPipeline:
 
         if model is None and llm is None:
             raise ValueError("MemoryPipeline needs a GraphTokenLM (model=) or a ChatBackend (llm=)")
+        if model is not None:
+            model.eval()  # inference: the encoder's dropout never fires (generate and graph_tokens rely on it)
         self.model, self.llm = model, llm
         self.retrieval = retrieval or RetrievalConfig()
         self.inputs = inputs or InputConfig()
@@ -118,8 +120,10 @@ class MemoryPipeline:
         """`checkpoint`: a `GraphTokenLM.save_pretrained` folder (e.g. output_dir/best) or None.
 
         With a checkpoint, `llm` may be a preloaded causal LM (else the base model named in the
-        checkpoint is loaded). Without one, `llm` is a ChatBackend or an LLMConfig (default: the
-        local SmolLM2 backend through `qgmem.llm.make_backend`).
+        checkpoint is loaded, in the dtype it was trained in, on CUDA, MPS or the CPU, whichever comes
+        first: `device` and `torch_dtype`, e.g. "cpu" and "float32", choose otherwise). The model is
+        in eval mode. Without one, `llm` is a ChatBackend or an LLMConfig (default: the local SmolLM2
+        backend through `qgmem.llm.make_backend`).
         """
         if checkpoint is None:
             from qgmem.llm import LLMConfig, make_backend
@@ -250,12 +254,38 @@ class MemoryPipeline:
 
     # -- answers ----------------------------------------------------------------------------
     def example(self, question: str | Question, namespace: str | None = None) -> tuple[WorkingMemory, GraphExample]:
-        """The working memory of `question` and the model example built from it (the same
-        `build_example` step that prepared the training data)."""
+        """The working memory of `question` and the model example built from it (`model_example`)."""
         q = self._question(question, namespace)
         wm = self.retriever.activate(q, k=self.k)
+        return wm, self.model_example(wm)
+
+    def model_example(self, wm: WorkingMemory) -> GraphExample:
+        """The model example of a working memory: the same `build_example` step that prepared the training
+        data, with the checkpoint's graph settings; `answer`, `graph_tokens` and the `qgmem-graph-token`
+        method of evaluation runs all build their input here."""
         emb = self.retriever.embedder
-        return wm, build_example(wm, emb.encode, self.inputs, embed_dim=emb.dim)
+        return build_example(wm, emb.encode, self.inputs, embed_dim=emb.dim)
+
+    def generate(self, wm: WorkingMemory, max_new_tokens: int | None = None) -> str:
+        """The checkpoint model's reply to a working memory (greedy, eval mode)."""
+        if self.model is None:
+            raise ValueError("generate() needs a graph-token checkpoint; this pipeline answers through a ChatBackend")
+        return self._generate(self.model_example(wm), max_new_tokens)
+
+    def _generate(self, ex: GraphExample, max_new_tokens: int | None = None) -> str:
+        return self.model.generate(self._collator([ex]), max_new_tokens=max_new_tokens or self.max_new_tokens)[0]
+
+    def graph_tokens(self, question: str | Question | WorkingMemory, namespace: str | None = None) -> Any:
+        """The graph tokens ``[num_graph_tokens, llm_hidden]`` (float32, on the CPU) that the answer to
+        `question` (or to a given working memory) reads: `GraphTokenLM.graph_tokens` of its example, the
+        function validation's loss goes through too."""
+        import torch
+
+        if self.model is None:
+            raise ValueError("graph_tokens() needs a graph-token checkpoint")
+        wm = question if isinstance(question, WorkingMemory) else self.working_memory(question, namespace)
+        with torch.no_grad():
+            return self.model.graph_tokens(self._collator([self.model_example(wm)]))[0].cpu()
 
     def answer(self, question: str | Question, namespace: str | None = None) -> Answer:
         from qgmem.answer import answer_messages, parse_answer
@@ -263,7 +293,7 @@ class MemoryPipeline:
         q = self._question(question, namespace)
         wm, ex = self.example(q)
         if self.model is not None:
-            raw = self.model.generate(self._collator([ex]), max_new_tokens=self.max_new_tokens)[0]
+            raw = self._generate(ex)
         else:
             raw = self.llm.chat(answer_messages(q, ex.memory_text, system=self.system), temperature=0.0,
                                 max_tokens=self.max_new_tokens, phase="generation").text
@@ -274,13 +304,15 @@ class MemoryPipeline:
 
 
 def _load_model(ck: Path, llm: Any, device: str | None, torch_dtype: Any):
-    """GraphTokenLM from a checkpoint; the base LLM named there goes through `local_model_path`
-    (so "smollm2" resolves to the packaged copy)."""
+    """GraphTokenLM from a checkpoint, in eval mode; the base LLM named there goes through
+    `local_model_path` (so "smollm2" resolves to the packaged copy) and loads in the dtype the checkpoint
+    records (float32 when it records none) on the best available device (`qgmem.model.placement`),
+    unless `device` / `torch_dtype` say otherwise. A preloaded `llm` keeps its dtype and device unless
+    they are named."""
     import json
 
-    import torch
-
     from qgmem.model.graph_token_lm import CONFIG_NAME, GraphTokenLM
+    from qgmem.model.placement import checkpoint_dtype, resolve_device
 
     cfg_path = ck / CONFIG_NAME
     if not cfg_path.exists():
@@ -296,12 +328,13 @@ def _load_model(ck: Path, llm: Any, device: str | None, torch_dtype: Any):
         if not name:
             raise ValueError(f"{cfg_path}: no base model named (fields 'extra.model_name', 'base_model')")
         path = local_model_path(name)
-        llm = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype or torch.float32)
+        llm = AutoModelForCausalLM.from_pretrained(path, dtype=checkpoint_dtype(cfg, torch_dtype, str(cfg_path)))
         tokenizer = AutoTokenizer.from_pretrained(path)
+        device = resolve_device(device)
     elif isinstance(llm, tuple):
         llm, tokenizer = llm
     else:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(llm.name_or_path)
-    return GraphTokenLM.from_pretrained(ck, llm=llm, tokenizer=tokenizer, device=device)
+    return GraphTokenLM.from_pretrained(ck, llm=llm, tokenizer=tokenizer, device=device, torch_dtype=torch_dtype)

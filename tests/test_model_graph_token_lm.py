@@ -98,7 +98,7 @@ def test_save_load_roundtrip_identical_logits(arch: str, tmp_path) -> None:
         opt.step()
     lm.eval()
     with torch.no_grad():
-        ref = lm(batch).logits
+        ref = lm(batch, return_logits=True).logits
     lm.save_pretrained(tmp_path / "ckpt")
     names = {n for n, p in lm.named_parameters() if p.requires_grad}
     from safetensors.torch import load_file
@@ -107,7 +107,7 @@ def test_save_load_roundtrip_identical_logits(arch: str, tmp_path) -> None:
     lm2 = GraphTokenLM.from_pretrained(tmp_path / "ckpt", llm=llm2, tokenizer=tok2).eval()
     assert lm2.enc_cfg == lm.enc_cfg and lm2.graph_cfg == GCFG
     with torch.no_grad():
-        assert torch.equal(lm2(batch).logits, ref)
+        assert torch.equal(lm2(batch, return_logits=True).logits, ref)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -130,13 +130,13 @@ def test_save_load_with_lora_roundtrip(arch: str, tmp_path) -> None:
     assert any(not torch.equal(p, lora_before[n]) for n, p in lm.llm.named_parameters() if "lora_" in n)
     lm.eval()
     with torch.no_grad():
-        ref = lm(batch).logits
+        ref = lm(batch, return_logits=True).logits
     lm.save_pretrained(tmp_path / "ckpt")
     llm2, tok2 = make_tiny(arch, seed=0)
     lm2 = GraphTokenLM.from_pretrained(tmp_path / "ckpt", llm=llm2, tokenizer=tok2).eval()
     assert lm2.lora == lm.lora
     with torch.no_grad():
-        assert torch.allclose(lm2(batch).logits, ref, atol=1e-6)
+        assert torch.allclose(lm2(batch, return_logits=True).logits, ref, atol=1e-6)
 
 
 def test_from_pretrained_rejects_wrong_hidden_size(tmp_path) -> None:
@@ -188,7 +188,7 @@ def test_empty_graph_forward_and_generate(arch: str) -> None:
     exs = [example(0, 0), example(1, 2)]
     assert exs[0].graph.num_nodes == 0
     lm.train()
-    out = lm(lm.make_collator(256)(exs))
+    out = lm(lm.make_collator(256)(exs), return_logits=True)
     assert torch.isfinite(out.logits).all() and torch.isfinite(out.loss)
     out.loss.backward()
     assert lm.graph_encoder.encoder.empty.grad is not None  # the empty embedding is learned
@@ -204,7 +204,7 @@ def test_text_only_control_equals_prompt_without_graph_positions(arch: str) -> N
     b = lm.make_collator(256)([ex])
     lm.use_graph = False
     with torch.no_grad():
-        ctrl = lm(b)
+        ctrl = lm(b, return_logits=True)
     keep = ~b["graph_mask"][0]
     ids = b["input_ids"][0][keep].unsqueeze(0)
     with torch.no_grad():
@@ -212,7 +212,7 @@ def test_text_only_control_equals_prompt_without_graph_positions(arch: str) -> N
     assert torch.allclose(ctrl.logits, ref, atol=1e-5)
     lm.use_graph = True
     with torch.no_grad():
-        with_graph = lm(b)
+        with_graph = lm(b, return_logits=True)
     assert with_graph.logits.shape[1] == ctrl.logits.shape[1] + lm.num_graph_tokens
 
 

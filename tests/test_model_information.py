@@ -85,7 +85,7 @@ def eval_loss(lm: GraphTokenLM, exs: list[GraphExample]) -> tuple[float, float]:
     """(mean loss over answer + EOS tokens, mean loss of the colour token alone)."""
     col = lm.make_collator(128, system=SYSTEM, answer_template="{answer}")
     batch = col(exs)
-    out = lm(batch)
+    out = lm(batch, return_logits=True)
     labels = batch["labels"]
     if not lm.use_graph:  # the text-only control drops the graph positions
         labels = torch.stack([row[~m] for row, m in zip(labels, batch["graph_mask"])])

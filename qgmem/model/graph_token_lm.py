@@ -8,27 +8,39 @@ autocast. Hidden size comes from the LLM's input embeddings, never from a consta
 
 Loss is the mean cross-entropy over answer tokens; ``loss_sum`` and ``num_tokens`` are returned
 too, so gradient accumulation can divide by the token count of the whole accumulated batch and
-match one large batch exactly (G-Retriever's accumulation does not accumulate).
+match one large batch exactly (G-Retriever's accumulation does not accumulate). With labels and
+without ``return_logits`` only the positions that predict an answer token go through the LM head
+(`_answer_rows`), so no full-vocabulary logits of the whole sequence are ever made or kept for
+backward (8,192 tokens x 151,936 would be ~5 GB in fp32); ``logits`` is then None.
+
+Inference is eval mode by construction: `from_pretrained` returns the model in eval mode and
+`generate` runs in eval mode whatever the caller's mode, so encoder dropout never reaches an
+answer. `graph_tokens` is the one function that turns a batch's graphs into tokens, for training,
+validation, evaluation runs and `MemoryPipeline` alike (in float32, autocast off).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.data import Batch
 from transformers.utils import ModelOutput
 
 from qgmem.model.encoder import EncoderConfig, GraphTokenEncoder
 from qgmem.graph.local_graph import GraphConfig
 from qgmem.io import atomic_write_json
 from qgmem.model.collate import DEFAULT_TEMPLATE_KWARGS, IGNORE_INDEX, GraphTokenCollator, end_of_turn_id
+from qgmem.model.placement import checkpoint_dtype, dtype_name
 
 CONFIG_NAME = "qgmem_config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -38,7 +50,7 @@ FORMAT = "qgmem-graph-token-lm"
 @dataclass
 class GraphTokenLMOutput(ModelOutput):
     loss: Tensor | None = None  # mean over this batch's answer tokens
-    logits: Tensor | None = None
+    logits: Tensor | None = None  # [B, L, V]; with labels only when asked for (``return_logits=True``)
     loss_sum: Tensor | None = None  # sum over answer tokens (for token-weighted accumulation)
     num_tokens: Tensor | None = None  # answer tokens in this batch
     row_loss_sum: Tensor | None = None  # [B] answer NLL summed per example (paired comparisons)
@@ -101,6 +113,7 @@ class GraphTokenLM(nn.Module):
         self.graph_encoder = GraphTokenEncoder.from_config(enc_cfg, self.llm_hidden)
         self.graph_encoder.to(emb.weight.device, torch.float32)
         self.graph_encoder.set_token_norm(emb.weight)
+        self.graph_encoder.attach_llm(tokenizer, emb.weight)  # LLM-space designs read text through it
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
     # -- modes and parameters ---------------------------------------------------------------
@@ -137,6 +150,25 @@ class GraphTokenLM(nn.Module):
         return GraphTokenCollator(self.tokenizer, self.num_graph_tokens, max_length, mode=mode, **kw)
 
     # -- embedding ---------------------------------------------------------------------------
+    def graph_tokens(self, batch: dict[str, Any]) -> Tensor:
+        """The graph tokens ``[B, num_graph_tokens, llm_hidden]`` (float32) of a collated batch's graphs.
+
+        Every path reads its tokens from here (training, `validate`, the `qgmem-graph-token` method,
+        `MemoryPipeline`), so one (graph, checkpoint) gives one set of tokens. Each graph is encoded on
+        its own: a batch of other shape rounds differently (7e-8 on CPU between validation's batch of 2 and
+        an answer's batch of 1), and a token must not depend on the graphs it shares a batch with. Autocast
+        is off: a bf16 mixed-precision validation computes them as an fp32 inference does."""
+        graph = batch.get("graph")
+        if graph is None:
+            raise ValueError("batch has graph positions but no 'graph' (build it with GraphTokenCollator)")
+        graphs = graph.to_data_list() if isinstance(graph, Batch) else [graph]
+        dev = self.graph_encoder.empty_device()
+        off = torch.autocast(dev.type, enabled=False) if _has_autocast(dev.type) else contextlib.nullcontext()
+        with off:
+            questions = batch.get("questions")  # read by query pooling (encoder.pooling: query)
+            return torch.cat([self.graph_encoder(g, questions=None if questions is None else [questions[i]])
+                              for i, g in enumerate(graphs)])
+
     def _inputs(self, batch: dict[str, Any], left: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         dev = self.device
         t = {k: batch[k].to(dev) for k in ("input_ids", "attention_mask", "graph_mask") if k in batch}
@@ -153,9 +185,7 @@ class GraphTokenLM(nn.Module):
             if not bool((per_row == self.num_graph_tokens).all()):
                 raise ValueError(f"batch rows have {per_row.tolist()} graph positions; model has "
                                  f"num_graph_tokens={self.num_graph_tokens}")
-            if batch.get("graph") is None:
-                raise ValueError("batch has graph positions but no 'graph' (build it with GraphTokenCollator)")
-            tokens = self.graph_encoder(batch["graph"]).to(embeds.dtype)
+            tokens = self.graph_tokens(batch).to(embeds.dtype)
             if tokens.size(0) != embeds.size(0):
                 raise ValueError(f"batch has {embeds.size(0)} prompts but {tokens.size(0)} graphs")
             embeds = embeds.masked_scatter(gmask.unsqueeze(-1), tokens.reshape(-1, self.llm_hidden))
@@ -166,18 +196,31 @@ class GraphTokenLM(nn.Module):
         return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
     # -- training ----------------------------------------------------------------------------
-    def forward(self, batch: dict[str, Any]) -> GraphTokenLMOutput:
+    def forward(self, batch: dict[str, Any], return_logits: bool = False) -> GraphTokenLMOutput:
+        """Logits of a prompt batch, or (with ``labels``) the answer loss; the full logits of a batch
+        with labels only when ``return_logits`` (they are what training memory must not hold)."""
         left = bool((batch["attention_mask"][:, 0] == 0).any())
         embeds, attn, labels = self._inputs(batch, left)
-        out = self.llm(inputs_embeds=embeds, attention_mask=attn, position_ids=self._positions(attn), use_cache=False)
-        logits = out.logits
-        if labels is None:
-            return GraphTokenLMOutput(logits=logits)
-        shift_logits = logits[:, :-1].float()
-        shift_labels = labels[:, 1:]
-        nll = nn.functional.cross_entropy(shift_logits.reshape(-1, shift_logits.size(-1)), shift_labels.reshape(-1),
-                                          ignore_index=IGNORE_INDEX, reduction="none").view(shift_labels.shape)
-        row_sum, row_n = nll.sum(1), (shift_labels != IGNORE_INDEX).sum(1)
+        kw = {"inputs_embeds": embeds, "attention_mask": attn, "position_ids": self._positions(attn), "use_cache": False}
+        if labels is None or return_logits:
+            logits = self.llm(**kw).logits
+            if labels is None:
+                return GraphTokenLMOutput(logits=logits)
+            shift_labels = labels[:, 1:]
+            nll = nn.functional.cross_entropy(logits[:, :-1].float().reshape(-1, logits.size(-1)),
+                                              shift_labels.reshape(-1), ignore_index=IGNORE_INDEX,
+                                              reduction="none").view(shift_labels.shape)
+            row_sum, row_n = nll.sum(1), (shift_labels != IGNORE_INDEX).sum(1)
+        else:
+            logits = None
+            keep = torch.zeros_like(labels, dtype=torch.bool)  # position t is scored when it predicts label t+1
+            keep[:, :-1] = labels[:, 1:] != IGNORE_INDEX
+            with _answer_rows(self.llm.get_output_embeddings(), keep):
+                rows = self.llm(**kw).logits  # [N, V]: one row per answer token, batch-major
+            nll = nn.functional.cross_entropy(rows.float(), labels[:, 1:][keep[:, :-1]], reduction="none")
+            row_of = keep.nonzero()[:, 0]
+            row_sum = torch.zeros(labels.size(0), dtype=nll.dtype, device=nll.device).index_add(0, row_of, nll)
+            row_n = keep.sum(1)
         loss_sum, n = row_sum.sum(), row_n.sum()
         return GraphTokenLMOutput(loss=loss_sum / n.clamp(min=1), logits=logits, loss_sum=loss_sum, num_tokens=n,
                                   row_loss_sum=row_sum, row_tokens=row_n)
@@ -185,7 +228,16 @@ class GraphTokenLM(nn.Module):
     # -- generation --------------------------------------------------------------------------
     @torch.no_grad()
     def generate(self, batch: dict[str, Any], max_new_tokens: int = 64, **kw: Any) -> list[str]:
-        """Greedy (unless told otherwise) batched generation from left-padded prompt embeddings."""
+        """Greedy (unless told otherwise) batched generation from left-padded prompt embeddings, in eval
+        mode (the caller's mode is restored afterwards): an answer never samples encoder dropout."""
+        was = self.training
+        self.eval()
+        try:
+            return self._generate(batch, max_new_tokens, **kw)
+        finally:
+            self.train(was)
+
+    def _generate(self, batch: dict[str, Any], max_new_tokens: int, **kw: Any) -> list[str]:
         if "labels" in batch and bool((batch["labels"] != IGNORE_INDEX).any()):
             raise ValueError("generate() needs a prompt-only batch: build it with a collator in mode='generate'")
         batch = dict(batch)
@@ -228,6 +280,9 @@ class GraphTokenLM(nn.Module):
             "graph": dataclasses.asdict(self.graph_cfg) if self.graph_cfg else None,
             "lora": self.lora, "use_graph": self.use_graph, "extra": self.extra,
             "template_kwargs": self.template_kwargs,
+            # the dtypes it was trained in; inference loads the LLM in llm_dtype (qgmem.model.placement)
+            "llm_dtype": dtype_name(self.llm.get_input_embeddings().weight.dtype),
+            "encoder_dtype": dtype_name(self.graph_encoder.encoder.empty.dtype),
         }
 
     def save_pretrained(self, directory: str | Path) -> Path:
@@ -250,9 +305,13 @@ class GraphTokenLM(nn.Module):
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, llm: Any = None, tokenizer: Any = None,
-                        torch_dtype: torch.dtype | None = None, device: str | torch.device | None = None
+                        torch_dtype: torch.dtype | str | None = None, device: str | torch.device | None = None
                         ) -> GraphTokenLM:
-        """Rebuild from `save_pretrained` output, loading the base LLM named there unless given."""
+        """Rebuild from `save_pretrained` output, in eval mode (call ``.train()`` to train on).
+
+        Loads the base LLM named there unless given, in ``torch_dtype`` or else the dtype the checkpoint
+        records (float32 for a checkpoint from before the record; `qgmem.model.placement`). A given
+        ``llm`` keeps its dtype unless ``torch_dtype`` is named; ``device`` moves the model there."""
         from safetensors.torch import load_file
 
         d = Path(directory)
@@ -279,9 +338,12 @@ class GraphTokenLM(nn.Module):
 
             where = local_model_path(cfg["base_model"])
             if llm is None:
-                llm = AutoModelForCausalLM.from_pretrained(where, dtype=torch_dtype, **kwargs)
+                llm = AutoModelForCausalLM.from_pretrained(
+                    where, dtype=checkpoint_dtype(cfg, torch_dtype, str(cfg_path)), **kwargs)
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(where, **kwargs)
+        elif torch_dtype is not None:
+            llm = llm.to(checkpoint_dtype(cfg, torch_dtype, str(cfg_path)))
         if device is not None:
             llm = llm.to(device)
         model = cls(llm, tokenizer, enc_cfg, cfg.get("lora"), graph_cfg=graph_cfg,
@@ -299,4 +361,30 @@ class GraphTokenLM(nn.Module):
             raise ValueError(f"{w_path}: weights do not match the model: missing {missing_trainable[:5]}, "
                              f"unexpected {sorted(unexpected)[:5]}")
         model.use_graph = bool(cfg.get("use_graph", True))
-        return model
+        return model.eval()
+
+
+def _has_autocast(device_type: str) -> bool:
+    """Whether torch has an autocast for this device type (CPU and CUDA always; MPS in newer torch)."""
+    check = getattr(torch.amp, "is_autocast_available", None)
+    return bool(check(device_type)) if check is not None else device_type in ("cpu", "cuda")
+
+
+@contextlib.contextmanager
+def _answer_rows(lm_head: nn.Module, keep: Tensor) -> Iterator[None]:
+    """While active, the LM head sees only the hidden states at ``keep`` ([B, L] bool): the causal LM
+    returns logits ``[N, V]`` for those N positions (batch-major), through its own forward (any final
+    logit scaling it applies included), and never makes the [B, L, V] tensor."""
+
+    def pick(module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not args or tuple(args[0].shape[:2]) != tuple(keep.shape):
+            got = tuple(args[0].shape) if args else "keyword input"
+            raise RuntimeError(f"LM head input {got} does not match the batch {tuple(keep.shape)}; "
+                               "call forward(batch, return_logits=True) for this model")
+        return (args[0][keep], *args[1:])
+
+    handle = lm_head.register_forward_pre_hook(pick)
+    try:
+        yield
+    finally:
+        handle.remove()
