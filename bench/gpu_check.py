@@ -81,7 +81,8 @@ def examples(n: int, cfg: Any, seed: int) -> list[GraphExample]:
 
     out = []
     for i in range(n):
-        graph = Data(x=torch.randn(10, cfg.encoder.node_dim, generator=g), edge_index=torch.randint(0, 10, (2, 10), generator=g),
+        graph = Data(x=torch.randn(10, cfg.encoder.node_dim, generator=g),
+                     edge_index=torch.randint(0, 10, (2, 10), generator=g),
                      edge_attr=torch.randn(10, cfg.encoder.edge_dim, generator=g))
         out.append(GraphExample(question=text(16) + " ?", memory_text=text(cfg.data.max_length + 64),
                                 answer=text(ANSWER_WORDS), graph=graph, id=f"synthetic-{seed}-{i}"))
@@ -157,7 +158,8 @@ def check(shape: str, steps: int, tiny: bool) -> dict[str, Any]:
     tokens_per_step = sum(lengths) / len(windows)
     res = {
         "model": shape, "device": torch.cuda.get_device_name(acc.device) if cuda else "cpu",
-        "params": sum(p.numel() for p in model.parameters()), "trainable": sum(p.numel() for p in model.trainable_parameters()),
+        "params": sum(p.numel() for p in model.parameters()),
+        "trainable": sum(p.numel() for p in model.trainable_parameters()),
         "dtype": cfg.model.dtype, "mixed_precision": cfg.mixed_precision,
         "gradient_checkpointing": bool(getattr(llm, "is_gradient_checkpointing", False)),
         "batch_size": o.batch_size, "max_length": cfg.data.max_length, "grad_accum": o.grad_accum,

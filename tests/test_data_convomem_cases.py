@@ -50,9 +50,11 @@ def test_a_case_is_one_conversation_with_a_question_per_evidence_item(caplog):
 
 def test_context_sizes_and_filters():
     two = load_convomem_cases(FIX, context_sizes=[2])  # the case of size 2 that repeated size 1 is kept now
-    assert [c.id for c in two] == ["changing_evidence/2_evidence/batched_000#0", "user_evidence/1_evidence/batched_001#0"]
+    assert [c.id for c in two] == ["changing_evidence/2_evidence/batched_000#0",
+                                   "user_evidence/1_evidence/batched_001#0"]
     assert sum(len(c.questions) for c in two) == 3
-    assert {c.meta["evidence_type"] for c in load_convomem_cases(FIX, evidence_types=["user_evidence"])} == {"user_evidence"}
+    users = load_convomem_cases(FIX, evidence_types=["user_evidence"])
+    assert {c.meta["evidence_type"] for c in users} == {"user_evidence"}
     assert load_convomem_cases(FIX, evidence_counts=[5]) == []
     assert len(load_convomem_cases(FIX, limit=2)) == 2
 
@@ -79,8 +81,7 @@ def test_datasets_path_reads_the_same_cases(monkeypatch):
 
     monkeypatch.setattr(cm, "hub_rows", fake_rows)
     hub = load_convomem_cases(None, evidence_types=["user_evidence"], evidence_counts=[1, 2])
-    assert seen == [("Salesforce/ConvoMem", f"core_benchmark/pre_mixed_testcases/user_evidence/{n}_evidence/*.json", None)
-                    for n in (1, 2)]
+    assert seen == [("Salesforce/ConvoMem", f"{cm.CASES_ROOT}/user_evidence/{n}_evidence/*.json", None) for n in (1, 2)]
     local = load_convomem_cases(CASES / "user_evidence")
     assert [[q.evidence for q in c.questions] for c in hub] == [[q.evidence for q in c.questions] for c in local]
     assert [c.turns() for c in hub] == [c.turns() for c in local]
@@ -90,7 +91,8 @@ def test_datasets_path_reads_the_same_cases(monkeypatch):
 
 
 @pytest.mark.parametrize("edit, expected", [
-    (lambda d: d[1]["evidenceItems"][0].pop("answer"), "batched_001.json: test case 1, evidence item 0: field 'answer' missing"),
+    (lambda d: d[1]["evidenceItems"][0].pop("answer"),
+     "batched_001.json: test case 1, evidence item 0: field 'answer' missing"),
     (lambda d: d[1]["conversations"][1]["messages"][0].pop("text"),
      "batched_001.json: test case 1, conversation 1, message 0: field 'text' missing"),
     (lambda d: d[0].update(contextSize="two"), "test case 0: field 'contextSize' should be int, got str"),

@@ -20,7 +20,8 @@ from qgmem.training.trainer import train
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = ROOT / "tests/fixtures/train_configs/qwen3_8b_convomem_before_issue23.yaml"
-PAPER = {"qwen3": ROOT / "configs/train/qwen3_8b_convomem.yaml", "llama": ROOT / "configs/train/llama31_8b_convomem.yaml"}
+PAPER = {"qwen3": ROOT / "configs/train/qwen3_8b_convomem.yaml",
+         "llama": ROOT / "configs/train/llama31_8b_convomem.yaml"}
 DIM = 8
 
 
@@ -56,7 +57,8 @@ def test_paper_configs_pass_and_print_their_steps(name, capsys, monkeypatch):
     assert (s.warmup_steps, s.eval_every, s.save_every, len(s.validations)) == (3, 6, 6, 11)
     assert train_main(["--config", str(PAPER[name]), "--estimate-only"]) == 0
     out = capsys.readouterr().out
-    assert "schedule: 1,307 train examples (plan.train_examples) | 8 process(es) x batch_size 2 x grad_accum 4 = 64" in out
+    assert ("schedule: 1,307 train examples (plan.train_examples) | 8 process(es) x batch_size 2 x grad_accum 4 = "
+            "64 examples per optimizer step") in out
     assert "steps per epoch 21 x 3 epochs = 63 optimizer steps | warm-up 3 (optim.warmup_fraction 0.05)" in out
     assert "validation every 6 steps: 11 times" in out and "memory estimate per GPU" in out
 

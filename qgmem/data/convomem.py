@@ -147,7 +147,8 @@ def load_convomem_cases(path: str | Path | None = None, evidence_types: Sequence
     return out
 
 
-def hub_rows(repo: str, data_files: str | list[str], field: str | None = "evidence_items") -> list[dict[str, Any]] | None:
+def hub_rows(repo: str, data_files: str | list[str],
+             field: str | None = "evidence_items") -> list[dict[str, Any]] | None:
     """Rows of the matching files through `datasets` (each evidence item a row; with ``field=None`` each
     element of the top-level list, i.e. each test case); None if no file matches.
 
