@@ -127,12 +127,54 @@ def save_best(accelerator: Any, model: Any, out: Path, metrics: dict[str, Any]) 
     accelerator.wait_for_everyone()
 
 
-def load_best_weights(model: Any, out: Path) -> bool:
-    """Copy the trainable weights of `out/best` into `model` (unwrapped); False when there is none."""
+class NotShared(RuntimeError, UserError):
+    """The processes of a run see different ``best/`` checkpoints (a node-local ``output_dir``)."""
+
+
+def best_weights_file(out: Path) -> Path:
+    """The ``model.safetensors`` of the complete ``best`` checkpoint (it may not exist)."""
+    found = find_complete(out, "best")
+    return found / "model.safetensors" if found is not None else out / "best" / "model.safetensors"
+
+
+def content_hash(path: Path) -> str:
+    """sha256 of a file's bytes ("missing" when there is no file)."""
+    import hashlib
+
+    if not path.exists():
+        return "missing"
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_same_best(hashes: list[str], out: Path) -> None:
+    """Refuse (one line) when the processes' ``best/`` weights differ from the main process's: only the main
+    process writes ``best/``, so a process that sees another (or none) is on a node whose ``output_dir`` is
+    not the main process's folder, and it would score other weights than those it reports."""
+    odd = [rank for rank, h in enumerate(hashes) if h != hashes[0]]
+    if odd:
+        seen = "no best/ checkpoint" if hashes[odd[0]] == "missing" else f"a best/ with sha256 {hashes[odd[0]][:12]}"
+        main = "none" if hashes[0] == "missing" else f"sha256 {hashes[0][:12]}"
+        raise NotShared(f"output_dir {out}: process {odd[0]} sees {seen} where the main process has {main} "
+                        f"({len(odd)} of {len(hashes)} processes differ); output_dir must be on storage "
+                        "that every node shares")
+
+
+def load_best_weights(model: Any, out: Path, accelerator: Any = None) -> bool:
+    """Copy the trainable weights of `out/best` into `model` (unwrapped); False when there is none.
+
+    With a multi-process `accelerator` every process first compares the content hash of the ``best/``
+    it sees with the main process's (`check_same_best`): all load the same weights or all refuse."""
     from safetensors.torch import load_file
 
-    found = find_complete(out, "best")
-    best = found / "model.safetensors" if found is not None else out / "best" / "model.safetensors"
+    best = best_weights_file(out)
+    if accelerator is not None and accelerator.num_processes > 1:
+        from accelerate.utils import gather_object
+
+        check_same_best(list(gather_object([content_hash(best)])), out)
     if not best.exists():
         return False
     params = dict(model.named_parameters())

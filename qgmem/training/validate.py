@@ -121,7 +121,7 @@ def test_report(model: Any, accelerator: Any, examples: list[Any], golds: list[l
     """The best checkpoint (``out/best``) on the test split under every condition of `CONDITIONS`,
     with per-example losses and F1 and the paired differences to graph+text."""
     m = accelerator.unwrap_model(model)
-    load_best_weights(m, out)  # the trainable weights of the best validation step
+    load_best_weights(m, out, accelerator)  # the weights of the best validation step (the same on every process)
     n_gen = len(examples) if gen_examples is None else min(gen_examples, len(examples))
     res: dict[str, Any] = {"n": len(examples), "n_generated": n_gen}
     for name, (use_graph, exs) in condition_examples(examples, seed).items():
