@@ -189,3 +189,18 @@ def test_trainer_refuses_before_loading_the_llm(tiny_run_setup, tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert err.startswith("train.py: eval.every_fraction: validation runs 2 time(s) after step 0 (steps [3, 6]) in 6")
     assert "\n" not in err and not (tmp_path / "run").exists()
+
+
+def test_estimate_only_counts_the_prepared_set(tmp_path, capsys, monkeypatch):
+    """With the prepared set in place, --estimate-only schedules its real train count, not the plan's."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    save_prepared({"train": [_row(i, "train") for i in range(100)], "val": [_row(500, "val")], "test": []},
+                  tmp_path / "prep", {"dataset": "synthetic"}, DIM, DIM)
+    args = ["--config", str(PAPER["qwen3"]), "--estimate-only", f"data.dir={tmp_path / 'prep'}"]
+    assert train_main(args) == 0
+    out = capsys.readouterr().out  # 100 / (8 x 2) = 7 micro-batches -> 2 steps per epoch, 6 in 3 epochs
+    assert f"schedule: 100 train examples (prepared set {tmp_path / 'prep'})" in out
+    assert "steps per epoch 2 x 3 epochs = 6 optimizer steps | warm-up 0 (optim.warmup_fraction 0.05)" in out
+    assert "(planned for 1,307 train examples on 8 process(es); the schedule follows the real counts)" in out
+    assert train_main(args + ["optim.epochs=1"]) == 2  # 2 steps cannot be validated 3 times
+    assert "eval.every_fraction: validation runs 2 time(s)" in capsys.readouterr().err
