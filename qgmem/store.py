@@ -294,10 +294,10 @@ class MemoryStore:
         prev = self.get_embeddings(ns, kind)
         ids, parts = (list(prev[0]), [prev[1]]) if prev is not None and prev[2] == model else ([], [])
         row = {k: i for i, k in enumerate(ids)}  # key -> row of the matrices in `parts`, stacked
-        memo = [k for k in dict.fromkeys(keys) if k not in row and (model, k) in self._memo]
-        todo = [k for k in dict.fromkeys(keys) if k not in row and (model, k) not in self._memo]
+        got = {k: v for k in dict.fromkeys(keys) if k not in row and (v := self._memo.get((model, k))) is not None}
+        memo, todo = list(got), [k for k in dict.fromkeys(keys) if k not in row and k not in got]  # read once: threads
         if memo:
-            parts.append(np.stack([self._memo[(model, k)] for k in memo]))
+            parts.append(np.stack(list(got.values())))
         if todo:
             first = {k: t for k, t in zip(keys, texts)}
             parts.append(np.asarray(encode([first[k] for k in todo]), dtype=np.float32))

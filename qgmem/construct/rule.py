@@ -94,15 +94,17 @@ class RuleExtractor:
         session shared by several conversations (LongMemEval haystacks) is parsed once."""
         cfg = self.config
         keys = [self._content_key(w, speakers) for w in windows]
-        fresh = [w for w, k in zip(windows, keys) if k not in _CLAIMS]
+        # read once: another thread's build (a server writing other namespaces) may evict or clear the memo
+        known = {k: c for k in keys if (c := _CLAIMS.get(k)) is not None}
+        fresh = [w for w, k in zip(windows, keys) if k not in known]
         docs = TurnDocs([t for w in fresh for t in w.turns], cfg.nlp_model, self.batch_size, cfg.max_parse_chars)
         for w, key in zip(windows, keys):
-            claims = _CLAIMS.get(key)
+            claims = known.get(key)
             if claims is not None:
-                _CLAIMS.move_to_end(key)
+                _CLAIMS[key] = _CLAIMS.pop(key, claims)  # most recently used
             else:
                 docs.keep_only(w.turns)
-                claims = _CLAIMS[key] = self._window_claims(w, speakers, docs)
+                claims = known[key] = _CLAIMS[key] = self._window_claims(w, speakers, docs)
                 while len(_CLAIMS) > MEMO_WINDOWS:
                     _CLAIMS.popitem(last=False)
             yield WindowResult(w, [self._unit(w, ns, w.new_turns[i], c, j) for j, (i, c) in enumerate(claims)])
