@@ -28,7 +28,13 @@ micro-batch = ``optim.batch_size * data.max_length``):
   model also keeps the ``batch * heads * s^2`` softmax; not counted (SDPA is the default);
 - logits over the full vocabulary, peak while the loss runs backward: the LLM's logits at ``d``,
   their fp32 copy, the fp32 log-softmax kept by cross-entropy and its fp32 gradient:
-  ``T * V * (d + 12)`` (``12 V T`` when ``d`` = 4: the copy is the same tensor);
+  ``N * V * (d + 12)`` (``12 V N`` when ``d`` = 4: the copy is the same tensor). Training asks
+  `GraphTokenLM` for the loss only, so the LM head runs on the ``N`` positions that predict an
+  answer token, never on the whole sequence: ``N = batch_size * a`` with ``a`` the longest
+  supervised span of the prepared set ("Answer: " + answer + EOS), bounded by its UTF-8 bytes
+  (`answer_tokens_bound`: a byte-level BPE token is at least one byte) and by ``max_length``.
+  Without a prepared set to read (or one written before it recorded ``answer_bytes_max``) every
+  position is counted, ``N = T``;
 - runtime: 1 GiB (CUDA context, cuBLAS workspaces) + 5 % allocator slack on the sum.
 """
 
@@ -48,6 +54,7 @@ RUNTIME_BYTES = GIB
 SLACK = 0.05
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 SHAPES_DIR = Path(__file__).resolve().parents[2] / "configs" / "model" / "shapes"
+ANSWER_PREFIX = "Answer: "  # the collator's default answer template, before the answer text
 
 
 class DoesNotFit(RuntimeError, UserError):
@@ -159,8 +166,23 @@ def activation_bytes(shape: ModelShape, d: int, tokens: int, checkpointing: bool
 
 
 def logits_bytes(shape: ModelShape, d: int, tokens: int) -> int:
-    """Full-vocabulary logits at the loss: model-dtype logits, fp32 copy, log-softmax, gradient."""
+    """Full-vocabulary logits of `tokens` scored positions: model-dtype logits, fp32 copy, log-softmax, gradient."""
     return tokens * shape.vocab * ((d if d != 4 else 0) + 12)
+
+
+def answer_tokens_bound(meta: dict[str, Any] | None) -> int | None:
+    """Most supervised tokens of one example of the prepared set (`meta`): the UTF-8 bytes of "Answer: " +
+    its longest answer, + EOS, + 1 for a tokenizer's word-start marker; None when the meta does not say."""
+    if not meta or meta.get("answer_bytes_max") is None:
+        return None
+    return len(ANSWER_PREFIX.encode("utf-8")) + int(meta["answer_bytes_max"]) + 2
+
+
+def scored_positions(cfg: TrainConfig, answer_tokens: int | None, batch_size: int | None = None,
+                     max_length: int | None = None) -> int:
+    """Positions of one micro-batch that go through the LM head in training (every one when unknown)."""
+    b, length = batch_size or cfg.optim.batch_size, max_length or cfg.data.max_length
+    return b * (min(length, answer_tokens) if answer_tokens is not None else length)
 
 
 @dataclass
@@ -174,8 +196,9 @@ class MemoryEstimate:
 
 def estimate(cfg: TrainConfig, shape: ModelShape, trainable: int | None = None, *,
              checkpointing: bool | None = None, batch_size: int | None = None,
-             max_length: int | None = None) -> MemoryEstimate:
-    """Per-GPU bytes of `cfg` (keyword arguments replace the config's value of the same option)."""
+             max_length: int | None = None, answer_tokens: int | None = None) -> MemoryEstimate:
+    """Per-GPU bytes of `cfg` (keyword arguments replace the config's value of the same option;
+    `answer_tokens`: `answer_tokens_bound` of the prepared set, None = count every position's logits)."""
     d = DTYPE_BYTES[cfg.model.dtype]
     ckpt = cfg.model.gradient_checkpointing if checkpointing is None else checkpointing
     tokens = (batch_size or cfg.optim.batch_size) * (max_length or cfg.data.max_length)
@@ -183,7 +206,8 @@ def estimate(cfg: TrainConfig, shape: ModelShape, trainable: int | None = None, 
     rows = {"frozen LLM weights": shape.params * d,
             "trainable part (fp32 weights, grads, AdamW)": 16 * n_train,
             "activations": activation_bytes(shape, d, tokens, ckpt),
-            "logits (full vocabulary, fp32 loss)": logits_bytes(shape, d, tokens)}
+            "logits (full vocabulary, fp32 loss)": logits_bytes(
+                shape, d, scored_positions(cfg, answer_tokens, batch_size, max_length))}
     rows["runtime (CUDA context, allocator slack)"] = RUNTIME_BYTES + int(SLACK * sum(rows.values()))
     return MemoryEstimate(rows)
 
@@ -192,34 +216,41 @@ def gib(n: int) -> str:
     return f"{n / GIB:.2f} GiB"
 
 
-def format_table(cfg: TrainConfig, shape: ModelShape, trainable: int | None = None) -> str:
+def format_table(cfg: TrainConfig, shape: ModelShape, trainable: int | None = None,
+                 answer_tokens: int | None = None) -> str:
     """The estimate with and without gradient checkpointing, side by side."""
     n = trainable_params(cfg, shape) if trainable is None else trainable
-    on, off = (estimate(cfg, shape, n, checkpointing=c) for c in (True, False))
+    on, off = (estimate(cfg, shape, n, checkpointing=c, answer_tokens=answer_tokens) for c in (True, False))
     o = cfg.optim
     head = (f"memory estimate per GPU: {shape.name} ({shape.params:,} params, {cfg.model.dtype}), trainable {n:,}, "
             f"batch_size {o.batch_size} x max_length {cfg.data.max_length} = {o.batch_size * cfg.data.max_length:,} "
             f"tokens per micro-batch; gradient_checkpointing is "
-            f"{'on' if cfg.model.gradient_checkpointing else 'off'}")
+            f"{'on' if cfg.model.gradient_checkpointing else 'off'}; logits at "
+            + (f"{scored_positions(cfg, answer_tokens):,} answer positions (at most {answer_tokens} per example)"
+               if answer_tokens is not None else "every position (answer lengths unknown: no prepared set read)"))
     lines = [head, f"{'':<44}{'checkpointing on':>18}{'off':>14}"]
     lines += [f"{k:<44}{gib(on.rows[k]):>18}{gib(off.rows[k]):>14}" for k in on.rows]
     lines.append(f"{'total':<44}{gib(on.total):>18}{gib(off.total):>14}")
     return "\n".join(lines)
 
 
-def fix_for(cfg: TrainConfig, shape: ModelShape, trainable: int, capacity: int) -> str:
+def fix_for(cfg: TrainConfig, shape: ModelShape, trainable: int, capacity: int, answer_tokens: int | None = None
+            ) -> str:
     """The one option change that makes `cfg` fit `capacity` bytes, as ``key=value`` with a reason."""
-    if not cfg.model.gradient_checkpointing and estimate(cfg, shape, trainable, checkpointing=True).total <= capacity:
+    a = answer_tokens
+    if not cfg.model.gradient_checkpointing and \
+            estimate(cfg, shape, trainable, checkpointing=True, answer_tokens=a).total <= capacity:
         return "set model.gradient_checkpointing=true"
     ckpt = True
     for b in range(cfg.optim.batch_size - 1, 0, -1):
-        if estimate(cfg, shape, trainable, checkpointing=ckpt, batch_size=b).total <= capacity:
+        if estimate(cfg, shape, trainable, checkpointing=ckpt, batch_size=b, answer_tokens=a).total <= capacity:
             extra = "" if cfg.model.gradient_checkpointing else " with model.gradient_checkpointing=true"
             return (f"set optim.batch_size={b}{extra} (raise optim.grad_accum to keep the effective batch)")
     lo, hi = 0, cfg.data.max_length  # largest max_length that fits at batch 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if estimate(cfg, shape, trainable, checkpointing=ckpt, batch_size=1, max_length=mid).total <= capacity:
+        if estimate(cfg, shape, trainable, checkpointing=ckpt, batch_size=1, max_length=mid,
+                    answer_tokens=a).total <= capacity:
             lo = mid
         else:
             hi = mid - 1
@@ -228,15 +259,16 @@ def fix_for(cfg: TrainConfig, shape: ModelShape, trainable: int, capacity: int) 
     return f"the frozen weights alone take {gib(shape.params * DTYPE_BYTES[cfg.model.dtype])}: use a larger GPU"
 
 
-def check_fits(cfg: TrainConfig, shape: ModelShape, capacity: int, trainable: int | None = None) -> MemoryEstimate:
+def check_fits(cfg: TrainConfig, shape: ModelShape, capacity: int, trainable: int | None = None,
+               answer_tokens: int | None = None) -> MemoryEstimate:
     """The estimate of `cfg`; raises `DoesNotFit` (one line, with the fix) when it exceeds `capacity` bytes."""
     n = trainable_params(cfg, shape) if trainable is None else trainable
-    est = estimate(cfg, shape, n)
+    est = estimate(cfg, shape, n, answer_tokens=answer_tokens)
     if est.total > capacity:
         raise DoesNotFit(f"estimated {gib(est.total)} per GPU for {shape.name} at batch_size "
                          f"{cfg.optim.batch_size} x max_length {cfg.data.max_length} "
                          f"(gradient_checkpointing {'on' if cfg.model.gradient_checkpointing else 'off'}) "
-                         f"exceeds the GPU's {gib(capacity)}: {fix_for(cfg, shape, n, capacity)}")
+                         f"exceeds the GPU's {gib(capacity)}: {fix_for(cfg, shape, n, capacity, answer_tokens)}")
     return est
 
 
@@ -267,12 +299,13 @@ def preflight(cfg: TrainConfig, meta: dict[str, Any] | None, log: Callable[..., 
     cfg = with_prepared_dims(cfg, meta)
     shape = model_shape(cfg.model.name)
     n = trainable_params(cfg, shape)
-    log(format_table(cfg, shape, n))
+    a = answer_tokens_bound(meta)
+    log(format_table(cfg, shape, n, a))
     cap = capacity if capacity is not None else device_capacity(device)
     if cap is None:
-        return estimate(cfg, shape, n)
+        return estimate(cfg, shape, n, answer_tokens=a)
     log(f"GPU memory: {gib(cap)}")
-    return check_fits(cfg, shape, cap, n)
+    return check_fits(cfg, shape, cap, n, a)
 
 
 def estimate_only(cfg: TrainConfig) -> int:

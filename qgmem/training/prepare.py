@@ -242,13 +242,14 @@ def prepare_dataset(cfg: PrepareConfig, out_dir: str | Path, conversations: list
     done = _done_log(out)
     todo = [c for c in selected if c.id not in done]
     if todo:
-        from qgmem.embed import get_embedder
         from qgmem.retrieve.method import QGMemRetriever
         from qgmem.store import MemoryStore
 
         store = MemoryStore(out / "store")
-        embedder = get_embedder(cfg.retrieval.embedder)
         retriever = QGMemRetriever(store, cfg.retrieval)
+        # graph features from the retriever's own embedder: one copy, on retrieval.device, as at inference
+        # (`MemoryPipeline` embeds its graphs with its retriever's embedder too)
+        embedder = retriever.embedder
         judge = None
         if cfg.answer_filter.enabled:
             from qgmem.training.answer_filter import AnswerFilter
@@ -317,7 +318,7 @@ def _embed_dim(by_split: dict[str, list[dict[str, Any]]], cfg: PrepareConfig) ->
                 return len(r["x"][0])
     from qgmem.embed import get_embedder
 
-    return get_embedder(cfg.retrieval.embedder).dim
+    return get_embedder(cfg.retrieval.embedder, cfg.retrieval.device).dim
 
 
 # ---------------------------------------------------------------------------------------------

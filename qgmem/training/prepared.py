@@ -88,6 +88,9 @@ def save_prepared(by_split: dict[str, list[dict[str, Any]]], out_dir: str | Path
         "edge_dim": edge_dim,
         "counts": {s: len(by_split.get(s, [])) for s in SPLITS},
         "empty_graphs": sum(1 for v in by_split.values() for r in v if r["num_nodes"] == 0),
+        # the longest supervised answer, in UTF-8 bytes: bounds the logits training keeps (training/memory.py)
+        "answer_bytes_max": max((len(str(r["answer"]).strip().encode("utf-8")) for v in by_split.values() for r in v),
+                                default=0),
         **(extra or {}),
     }
     atomic_write_json(out / "prepare_meta.json", meta)
