@@ -70,7 +70,8 @@ class CollatorStats:
 
 
 class GraphTokenCollator:
-    """Callable ``list[GraphExample] -> dict`` (input_ids, attention_mask, graph_mask, labels?, graph, ids)."""
+    """Callable ``list[GraphExample] -> dict`` (input_ids, attention_mask, graph_mask, labels?, graph, ids,
+    questions)."""
 
     def __init__(self, tokenizer: Any, num_graph_tokens: int, max_length: int = 2048, *,
                  system: str | None = None, mode: Literal["train", "generate"] = "train",
@@ -175,6 +176,8 @@ class GraphTokenCollator:
             "input_ids": input_ids, "attention_mask": attn, "graph_mask": gmask,
             "graph": Batch.from_data_list([ex.graph for ex in examples]),
             "ids": [ex.id for ex in examples], "truncated": [e["truncated"] for e in enc],
+            # the question of each row, for encoders that pool with the question as the query
+            "questions": [ex.question for ex in examples],
         }
         if self.mode == "train":
             out["labels"] = labels

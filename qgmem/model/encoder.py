@@ -12,20 +12,34 @@ per working-memory unit, in rank order: its subject state, object state and rela
 sees the graph item by item instead of as one average; ``token_scale="embedding"`` rescales every
 token to the mean norm of the LLM's input embeddings (times a learned gain), so a token starts at
 the scale the frozen LLM reads instead of wherever the projector's initialisation puts it.
+
+Designs for the positive control (bench/graph_control.py measures them): ``features="llm"`` replaces
+the stored sentence-embedder features by the frozen LLM's own input embeddings of the node names and
+relation phrases (`qgmem.model.llm_space`; rank and time features kept), so a value name reaches the
+encoder in the space the LLM reads; ``pooling="query"`` gives K tokens by attention over the edges with
+the question as the query (`qgmem.model.query_pool`); ``token_residual="words"`` (with query pooling)
+adds the attended edge's own words, as LLM input embeddings, to each token. The LLM-space options need
+the LLM's tokenizer and embeddings (`attach_llm`, which `GraphTokenLM` calls) and, for query pooling,
+the question of each graph (``forward(batch, questions=...)``; the collator's batch carries them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch, Data
 from torch_geometric.nn import TransformerConv, global_mean_pool
 
+from qgmem.model.llm_space import LLMTextEmbedder, masked_mean
+from qgmem.model.query_pool import EdgeWords, QueryPool, question_match
 
-POOLINGS = ("mean", "edges")
+POOLINGS = ("mean", "edges", "query")
 TOKEN_SCALES = ("none", "embedding")
+FEATURES = ("sentence", "llm")
+TOKEN_RESIDUALS = ("none", "words")
 
 
 @dataclass
@@ -38,8 +52,10 @@ class EncoderConfig:
     dropout: float = 0.1
     num_graph_tokens: int = 1  # with pooling="edges": one per edge slot (the first edges in rank order)
     projector_hidden: int = 1024
-    pooling: str = "mean"  # "mean" (paper: mean over nodes) | "edges" (a token per edge)
+    pooling: str = "mean"  # "mean" (paper: mean over nodes) | "edges" (a token per edge) | "query" (K tokens)
     token_scale: str = "none"  # "none" | "embedding" (tokens at the LLM's mean input-embedding norm)
+    features: str = "sentence"  # "sentence" (the graph's stored features) | "llm" (the LLM's embeddings of the text)
+    token_residual: str = "none"  # "none" | "words" (query pooling: + the attended edge's words as LLM embeddings)
 
     def __post_init__(self) -> None:
         if self.hidden % self.heads:
@@ -50,6 +66,27 @@ class EncoderConfig:
             raise ValueError(f"EncoderConfig.pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.token_scale not in TOKEN_SCALES:
             raise ValueError(f"EncoderConfig.token_scale must be one of {TOKEN_SCALES}, got {self.token_scale!r}")
+        if self.features not in FEATURES:
+            raise ValueError(f"EncoderConfig.features must be one of {FEATURES}, got {self.features!r}")
+        if self.token_residual not in TOKEN_RESIDUALS:
+            raise ValueError(f"EncoderConfig.token_residual must be one of {TOKEN_RESIDUALS}, "
+                             f"got {self.token_residual!r}")
+        if self.token_residual != "none" and self.pooling != "query":
+            raise ValueError(f"EncoderConfig.token_residual={self.token_residual!r} needs pooling='query', "
+                             f"got pooling={self.pooling!r}")
+        if (self.features == "llm" or self.pooling == "query") and self.edge_dim < self.node_dim:
+            raise ValueError(f"EncoderConfig.edge_dim ({self.edge_dim}) < node_dim ({self.node_dim}): the edge "
+                             "features must be the relation's embedding followed by rank/time features")
+
+    @property
+    def edge_extras(self) -> int:
+        """Rank and time features at the end of each edge's features (after the relation's embedding)."""
+        return self.edge_dim - self.node_dim
+
+    @property
+    def needs_llm(self) -> bool:
+        """Whether the encoder reads text through the LLM's embeddings (`GraphTokenEncoder.attach_llm`)."""
+        return self.features == "llm" or self.pooling == "query"
 
 
 class GraphEncoder(nn.Module):
@@ -167,27 +204,39 @@ class GraphTokenEncoder(nn.Module):
     :math:`T_G = \mathrm{Projector}(\mathrm{GraphEncoder}(G))`.
 
     Args:
-        node_dim, edge_dim, hidden, heads, layers, dropout: of the `GraphEncoder`.
+        node_dim, edge_dim, hidden, heads, layers, dropout: of the `GraphEncoder` (node/edge dims of
+            the stored graphs; with ``features="llm"`` the encoder reads ``llm_hidden``-wide features instead).
         llm_hidden: the LLM's input-embedding size (read from the LLM, never a constant).
         num_graph_tokens: graph tokens per example.
         projector_hidden: width of the projector's hidden layer.
+        pooling, token_scale, features, token_residual: the design (`EncoderConfig`).
     """
 
     def __init__(self, node_dim: int, edge_dim: int, llm_hidden: int, *, hidden: int = 256, heads: int = 4,
                  layers: int = 2, dropout: float = 0.1, num_graph_tokens: int = 1, projector_hidden: int = 1024,
-                 pooling: str = "mean", token_scale: str = "none"):
+                 pooling: str = "mean", token_scale: str = "none", features: str = "sentence",
+                 token_residual: str = "none"):
         super().__init__()
         self.cfg = EncoderConfig(node_dim=node_dim, edge_dim=edge_dim, hidden=hidden, heads=heads, layers=layers,
                                  dropout=dropout, num_graph_tokens=num_graph_tokens, projector_hidden=projector_hidden,
-                                 pooling=pooling, token_scale=token_scale)
+                                 pooling=pooling, token_scale=token_scale, features=features,
+                                 token_residual=token_residual)
         self.llm_hidden = int(llm_hidden)
-        self.encoder = GraphEncoder(node_dim, edge_dim, hidden, heads, layers, dropout)
+        self.words: LLMTextEmbedder | None = None  # set by `attach_llm`
+        node_in, edge_in = node_dim, edge_dim
+        if features == "llm":
+            node_in, edge_in = self.llm_hidden, self.llm_hidden + self.cfg.edge_extras
+        self.encoder = GraphEncoder(node_in, edge_in, hidden, heads, layers, dropout)
         if pooling == "edges":
-            self.slots = EdgeSlots(hidden, edge_dim, num_graph_tokens)
+            self.slots = EdgeSlots(hidden, edge_in, num_graph_tokens)
             self.projector = Projector(3 * hidden, projector_hidden, self.llm_hidden, 1)
-            self.encoder.empty.requires_grad_(False)  # the mean pool's empty-graph summary is unused here
+        elif pooling == "query":
+            self.pool = QueryPool(hidden, edge_in, self.cfg.edge_extras, self.llm_hidden, num_graph_tokens,
+                                  projector_hidden, residual=token_residual == "words")
         else:
             self.projector = Projector(hidden, projector_hidden, self.llm_hidden, num_graph_tokens)
+        if pooling != "mean":
+            self.encoder.empty.requires_grad_(False)  # the mean pool's empty-graph summary is unused here
         if token_scale == "embedding":
             self.gain = nn.Parameter(torch.ones(()))
             # the LLM's mean input-embedding norm; `set_token_norm` sets it (GraphTokenLM does, from its LLM)
@@ -197,36 +246,94 @@ class GraphTokenEncoder(nn.Module):
     def from_config(cls, cfg: EncoderConfig, llm_hidden: int) -> GraphTokenEncoder:
         return cls(cfg.node_dim, cfg.edge_dim, llm_hidden, hidden=cfg.hidden, heads=cfg.heads, layers=cfg.layers,
                    dropout=cfg.dropout, num_graph_tokens=cfg.num_graph_tokens, projector_hidden=cfg.projector_hidden,
-                   pooling=cfg.pooling, token_scale=cfg.token_scale)
+                   pooling=cfg.pooling, token_scale=cfg.token_scale, features=cfg.features,
+                   token_residual=cfg.token_residual)
 
     def set_token_norm(self, embedding_weight: Tensor) -> None:
         """Remember the mean row norm of the LLM's input embeddings (used when token_scale="embedding")."""
         if self.cfg.token_scale == "embedding":
             self.token_norm.fill_(float(embedding_weight.detach().float().norm(dim=-1).mean()))
 
-    def extra_repr(self) -> str:
-        return f"llm_hidden={self.llm_hidden}, num_graph_tokens={self.cfg.num_graph_tokens}"
+    def attach_llm(self, tokenizer: Any, embedding_weight: Tensor) -> None:
+        """Read text through this LLM's tokenizer and input embeddings (held by reference, never trained)."""
+        if int(embedding_weight.size(-1)) != self.llm_hidden:
+            raise ValueError(f"LLM embeddings have width {embedding_weight.size(-1)}, encoder expects "
+                             f"llm_hidden={self.llm_hidden}")
+        self.words = LLMTextEmbedder(tokenizer, embedding_weight)
+        self.set_token_norm(embedding_weight)
 
-    def forward(self, batch: Batch | Data) -> Tensor:
+    def extra_repr(self) -> str:
+        return (f"llm_hidden={self.llm_hidden}, num_graph_tokens={self.cfg.num_graph_tokens}, "
+                f"pooling={self.cfg.pooling}, features={self.cfg.features}")
+
+    def forward(self, batch: Batch | Data, questions: list[str] | None = None) -> Tensor:
+        """Graph tokens of `batch`; `questions` (one per graph) are read by query pooling only."""
         if not isinstance(batch, Batch):
             batch = Batch.from_data_list([batch])
         dev = self.empty_device()
         x = batch.x.to(dev, torch.float32)
-        if x.size(-1) != self.cfg.node_dim:
+        if self.cfg.features == "sentence" and x.size(-1) != self.cfg.node_dim:
             raise ValueError(f"graph node features have dim {x.size(-1)}, encoder expects node_dim={self.cfg.node_dim}")
         ea = batch.edge_attr.to(dev, torch.float32) if getattr(batch, "edge_attr", None) is not None else None
         if ea is not None and ea.size(0) and ea.size(-1) != self.cfg.edge_dim:
             raise ValueError(f"graph edge features have dim {ea.size(-1)}, encoder expects edge_dim={self.cfg.edge_dim}")
         vec = (batch.batch if batch.batch is not None else torch.zeros(x.size(0), dtype=torch.long)).to(dev)
         ei = batch.edge_index.to(dev)
+        n_graphs = batch.num_graphs
+        if ea is None:
+            ea = torch.zeros((ei.size(1), self.cfg.edge_dim), device=dev)
+        words = self._edge_words(batch, questions, vec, ei, dev) if self.cfg.needs_llm else None
+        if self.cfg.features == "llm":
+            x = words[0]
+            ea = torch.cat([words[1], ea[:, ea.size(1) - self.cfg.edge_extras:]], dim=-1)
         if self.cfg.pooling == "edges":
-            slots = self.slots(self.encoder.node_states(x, ei, ea), ei, ea, vec, batch.num_graphs)  # [B, T, 3h]
+            slots = self.slots(self.encoder.node_states(x, ei, ea), ei, ea, vec, n_graphs)  # [B, T, 3h]
             tokens = self.projector(slots.reshape(-1, slots.size(-1))).view(slots.size(0), slots.size(1), -1)
+        elif self.cfg.pooling == "query":
+            tokens, _ = self.pool(self.encoder.node_states(x, ei, ea), ei, ea, vec, n_graphs, words[2])
         else:
-            tokens = self.projector(self.encoder(x, ei, ea, vec, batch.num_graphs))
+            tokens = self.projector(self.encoder(x, ei, ea, vec, n_graphs))
         if self.cfg.token_scale == "embedding":
             tokens = tokens / tokens.norm(dim=-1, keepdim=True).clamp_min(1e-6) * (self.token_norm * self.gain)
         return tokens
 
+    def _edge_words(self, batch: Batch, questions: list[str] | None, vec: Tensor, ei: Tensor, dev: torch.device
+                    ) -> tuple[Tensor, Tensor, EdgeWords | None]:
+        """(node name embeddings ``[N, H]``, relation embeddings ``[E, H]``, the edges' words and their match
+        with the question (query pooling only)), all in the LLM's input-embedding space."""
+        if self.words is None:
+            raise ValueError(f"encoder design (features={self.cfg.features!r}, pooling={self.cfg.pooling!r}) reads "
+                             "text through the LLM: call attach_llm(tokenizer, embedding_weight) first")
+        nodes, rels = graph_texts(batch, "node_text", vec.numel()), graph_texts(batch, "edge_text", ei.size(1))
+        n_tok, n_mask = self.words.token_sets(nodes, dev)
+        r_tok, r_mask = self.words.token_sets(rels, dev)
+        n_mean, r_mean = masked_mean(n_tok, n_mask), masked_mean(r_tok, r_mask)
+        if self.cfg.pooling != "query":
+            return n_mean, r_mean, None
+        if questions is None or len(questions) != batch.num_graphs:
+            got = "none" if questions is None else len(questions)
+            raise ValueError(f"query pooling needs one question per graph: {batch.num_graphs} graphs, {got} questions")
+        q_tok, q_mask = self.words.token_sets([str(q) for q in questions], dev)
+        n_match = question_match(n_tok, n_mask, q_tok[vec], q_mask[vec])
+        e_graph = vec[ei[0]]
+        r_match = question_match(r_tok, r_mask, q_tok[e_graph], q_mask[e_graph])
+        src, dst = ei
+        return n_mean, r_mean, EdgeWords(subject=n_mean[src], relation=r_mean, object=n_mean[dst],
+                                         match=torch.stack([n_match[src], r_match, n_match[dst]], dim=-1),
+                                         question=masked_mean(q_tok, q_mask))
+
     def empty_device(self) -> torch.device:
         return self.encoder.empty.device
+
+
+def graph_texts(batch: Batch, key: str, expected: int) -> list[str]:
+    """The node names (``node_text``) or relation phrases (``edge_text``) of a batch, flattened in node/edge
+    order; a graph that lacks them cannot be read in the LLM's space (a clear error, not a guess)."""
+    texts = getattr(batch, key, None)
+    if texts is None:
+        raise ValueError(f"graphs have no {key!r}: the LLM-space encoder designs read node and relation text")
+    flat = [t for per_graph in texts for t in per_graph] if texts and isinstance(texts[0], (list, tuple)) \
+        else list(texts)
+    if len(flat) != expected:
+        raise ValueError(f"graphs have {len(flat)} {key!r} entries for {expected} {'nodes' if key == 'node_text' else 'edges'}")
+    return [str(t) for t in flat]
