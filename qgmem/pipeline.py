@@ -203,7 +203,7 @@ class MemoryPipeline:
 
     def namespaces(self) -> list[str]:
         """Every namespace with a stored conversation, this process's additions or not."""
-        return [ns for ns in self.store.namespaces() if self._stored(ns) is not None]
+        return self.store.namespaces(with_conversation=True)  # not parsed: every question asks
 
     def forget(self, namespace: str, session_id: str | None = None, turn_ids: list[str] | None = None
                ) -> "MemoryPipeline":

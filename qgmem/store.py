@@ -137,11 +137,12 @@ class MemoryStore:
         self.close()
 
     # ------------------------------------------------------------------ namespaces / conversations
-    def namespaces(self) -> list[str]:
-        """Every namespace holding anything (conversation, units, records or build state), sorted."""
-        rows = self._query(
-            "SELECT ns FROM conversations UNION SELECT ns FROM units UNION SELECT ns FROM records "
-            "UNION SELECT ns FROM build_state ORDER BY 1")
+    def namespaces(self, with_conversation: bool = False) -> list[str]:
+        """Every namespace holding anything (conversation, units, records or build state), sorted; or only
+        those with a stored conversation (read from the table's index: no conversation is parsed)."""
+        rows = self._query("SELECT ns FROM conversations ORDER BY 1" if with_conversation else
+                           "SELECT ns FROM conversations UNION SELECT ns FROM units UNION SELECT ns FROM records "
+                           "UNION SELECT ns FROM build_state ORDER BY 1")
         return [r[0] for r in rows]
 
     def put_conversation(self, conv: Conversation) -> None:
