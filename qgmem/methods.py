@@ -14,8 +14,9 @@ QGMem has three roles, three names:
 - ``qgmem-graph-token``: the trained graph-token model answering itself (needs ``checkpoint``).
 
 Baselines: ``bm25-turns`` and ``dense-turns`` (BM25 / MiniLM similarity over raw turns; the latter
-was called ``naive-rag`` in QA runs), ``full-context`` (the transcript cut to a token budget), and
-``anchormem``. Old names fail at load with the name to use instead (`RENAMED`).
+was called ``naive-rag`` in QA runs), ``flat-bm25`` / ``flat-bm25-session`` (LongMemEval's own BM25
+over user turns / sessions, for its official protocol), ``full-context`` (the transcript cut to a token
+budget), and ``anchormem``. Old names fail at load with the name to use instead (`RENAMED`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ class MethodUnavailable(RuntimeError):
 @dataclass
 class BM25TurnsOptions:
     """BM25 over raw turns has no settings."""
+
+
+@dataclass
+class FlatBM25Options:
+    """LongMemEval's own BM25 (`qgmem.baselines.flat_bm25`): which speakers' turns are documents."""
+
+    speakers: list[str] = field(default_factory=lambda: ["user"])  # [] = every turn
 
 
 @dataclass
@@ -132,6 +140,13 @@ def _bm25(ctx: MethodContext, opts: BM25TurnsOptions) -> MemoryMethod:
     return _import("bm25-turns", "qgmem.baselines.bm25_turns", "BM25Turns")()
 
 
+def _flat_bm25(granularity: str) -> Factory:
+    def make(ctx: MethodContext, opts: FlatBM25Options) -> MemoryMethod:
+        cls = _import(f"flat-bm25 ({granularity})", "qgmem.baselines.flat_bm25", "FlatBM25")
+        return cls(granularity, opts.speakers)
+    return make
+
+
 def _full_context(ctx: MethodContext, opts: FullContextOptions) -> MemoryMethod:
     return _import("full-context", "qgmem.baselines.full_context", "FullContext")(opts.max_context_tokens)
 
@@ -161,6 +176,10 @@ _SPECS = [
     MethodSpec("anchormem", "AnchorMem: facts as anchors, immutable context chunks, event graph",
                AnchorMemConfig, _anchormem, needs_store=True, uses_llm=True),
     MethodSpec("bm25-turns", "BM25 over raw turns", BM25TurnsOptions, _bm25),
+    MethodSpec("flat-bm25", "LongMemEval's flat BM25 over user turns (space-split, BM25Okapi), retrieval only",
+               FlatBM25Options, _flat_bm25("turn"), answers=False),
+    MethodSpec("flat-bm25-session", "LongMemEval's flat BM25 over sessions (their user turns joined), retrieval only",
+               FlatBM25Options, _flat_bm25("session"), answers=False),
     MethodSpec("dense-turns", "naive RAG: sentence-embedding similarity over raw turns", DenseTurnsOptions,
                _dense_turns, needs_store=True),
     MethodSpec("full-context", "the whole conversation, newest turns kept within a token budget",

@@ -93,13 +93,16 @@ def test_longmemeval_official_metrics_and_category_filter(tiny_conversation, tmp
     conv = tiny_conversation
     for q in conv.questions:
         q.evidence_sessions = sorted({"S" + e.split(":")[0][1:] for e in q.evidence})
-    cfg = _cfg(tmp_path, benchmark="longmemeval-s", methods=["bm25-turns"], subset=SubsetConfig(categories=["2", "4"]))
+    cfg = _cfg(tmp_path, benchmark="longmemeval-s", methods=["bm25-turns"], subset=SubsetConfig(categories=["2", "4"]),
+               protocol="all-turns")  # a hand-made conversation has no benchmark session ids for the official one
     s = run_benchmark(cfg, [conv])
     m = s["groups"]["overall"]["bm25-turns"]
-    assert m["questions"] == 2
+    assert m["questions"] == 2 and s["protocol"] == "all-turns"
     for key in ("session_recall_any@5", "session_recall_all@10", "session_ndcg@5", "turn_recall_any@10", "turn_ndcg@10"):
-        assert 0.0 <= m[key] <= 1.0
-    assert "LongMemEval official metrics" in (_only_run(tmp_path, "longmemeval-s") / "results.md").read_text()
+        assert 0.0 <= m["all_turns_" + key] <= 1.0
+    assert not any(k.startswith("official_") for k in m)
+    md = (_only_run(tmp_path, "longmemeval-s") / "results.md").read_text()
+    assert "All-turns protocol" in md and "LongMemEval official protocol" not in md
 
 
 def test_unknown_old_and_qa_only_methods_and_bad_config_are_clear(tmp_path):
@@ -139,12 +142,13 @@ def test_longmemeval_abstention_questions_are_counted_not_scored() -> None:
     from qgmem.evaluation.retrieval_summary import _score_rows
 
     sc = {"recall": 1.0, "all_hit": 1.0, "precision": 0.1, "ndcg": 1.0, "budget_recall": 1.0}
-    rows = [{"qid": "q1/q1", "scores": sc, "latency_ms": 1.0, "context_tokens": 5, "official": {"turn_recall_all@10": 1.0}},
+    rows = [{"qid": "q1/q1", "scores": sc, "latency_ms": 1.0, "context_tokens": 5,
+             "lme_all_turns": {"turn_recall_all@10": 1.0}},
             {"qid": "q2_abs/q2_abs", "scores": {**sc, "recall": 0.0}, "latency_ms": 1.0, "context_tokens": 5,
-             "official": {"turn_recall_all@10": 0.0}},
+             "lme_all_turns": {"turn_recall_all@10": 0.0}},
             {"qid": "q3/q3", "scores": None, "latency_ms": 1.0, "context_tokens": 5}]
     lme = _score_rows(rows, 10, longmemeval=True)
     assert (lme["questions"], lme["scored"], lme["no_gold"], lme["abstention"]) == (3, 1, 1, 1)
-    assert lme["recall"] == 1.0 and lme["turn_recall_all@10"] == 1.0
+    assert lme["recall"] == 1.0 and lme["all_turns_turn_recall_all@10"] == 1.0
     other = _score_rows(rows, 10, longmemeval=False)  # elsewhere an "_abs" id means nothing
     assert other["scored"] == 2 and other["recall"] == 0.5 and "abstention" not in other

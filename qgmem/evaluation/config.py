@@ -143,9 +143,17 @@ class RetrievalBenchConfig:
     # processes scoring shards side by side on this machine (qgmem.evaluation.workers), cores // workers threads each;
     # their shard runs are merged into this run
     workers: int = 1
+    # how LongMemEval is scored: "official" (its run_retrieval.py: user turns as corpus, noans renaming, its skips,
+    # metrics at 1..50; `qgmem.evaluation.lme_official`), reported first, with the "all-turns" tables after it; or
+    # "all-turns" alone (every turn indexed and gold, all roles). None: "official" on LongMemEval, "all-turns" elsewhere
+    protocol: str | None = None
+    # items asked of each method for the official ranking; 0 = as many as the conversation has turns (the whole
+    # ranking: session metrics read down the turns until 50 distinct sessions)
+    official_depth: int = 0
 
     RESUME_KEYS: ClassVar[tuple[str, ...]] = ("task", "benchmark", "data_dir", "data_options", "subset", "methods",
-                                               "method_options", "k", "token_budget", "retrieval", "shard", "shard_by", "workers")
+                                               "method_options", "k", "token_budget", "retrieval", "shard", "shard_by", "workers",
+                                               "protocol", "official_depth")
 
     def __post_init__(self) -> None:
         if self.task != "retrieval":
@@ -161,6 +169,16 @@ class RetrievalBenchConfig:
             raise ValueError(f"RetrievalBenchConfig.shard_by: {self.shard_by!r} is not 'hash' or 'position'")
         if self.workers < 1:
             raise ValueError(f"RetrievalBenchConfig.workers must be >= 1, got {self.workers}")
+        lme = self.benchmark.startswith("longmemeval")
+        if self.protocol is None:
+            self.protocol = "official" if lme else "all-turns"
+        if self.protocol not in ("official", "all-turns"):
+            raise ValueError(f"RetrievalBenchConfig.protocol: {self.protocol!r} is not 'official' or 'all-turns'")
+        if self.protocol == "official" and not lme:
+            raise ValueError(f"RetrievalBenchConfig.protocol: 'official' is LongMemEval's protocol; {self.benchmark} "
+                             "is scored over all turns (protocol: all-turns)")
+        if self.official_depth < 0:
+            raise ValueError(f"RetrievalBenchConfig.official_depth must be >= 0, got {self.official_depth}")
 
 
 # keys of the retrieval config before the harnesses shared one layout -> where they went

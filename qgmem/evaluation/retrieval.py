@@ -4,8 +4,11 @@ Builds (or loads from the store) each conversation's memory, activates every sel
 each method (the QGMem activation pipeline, its ablations, BM25 and dense over raw turns, AnchorMem;
 all from `qgmem.methods`), and writes `summary.json` + `results.md` with Recall@k, all-hit@k,
 Precision@k, binary nDCG@k, recall at a retrieved-context token budget and p50/p95 latency, per
-category and overall (definitions in `qgmem.evaluation.retrieval_metrics`). LongMemEval adds the
-official recall_any/recall_all@5/@10 and nDCG@5/@10 on sessions and turns. Run folder, subset,
+category and overall (definitions in `qgmem.evaluation.retrieval_metrics`). LongMemEval is scored
+under its official protocol first (`protocol: official`, `qgmem.evaluation.lme_official`: user turns as
+corpus, ``noans`` renaming, its skips, recall_any/recall_all/ndcg_any at 1..50 on turns and sessions),
+then over all turns (`protocol: all-turns`: every turn a document and gold of any role; its
+recall_any/recall_all/nDCG at 5 and 10 beside the tables above). Run folder, subset,
 resume rule and question key are the QA harness's (`qgmem.evaluation.runs`): rows go to
 `retrieval.jsonl` as they are produced, so a killed run resumes where it stopped. Questions without
 gold evidence are counted, not scored; so are gold ids that name no turn. `shard: I/N` scores one
@@ -24,6 +27,7 @@ from tqdm import tqdm
 
 from qgmem.answer import context_tokens, item_tokens
 from qgmem.config import ConfigError, apply_overrides, from_dict, read_yaml
+from qgmem.evaluation import lme_official
 from qgmem.evaluation import retrieval_metrics as rm
 from qgmem.evaluation.config import MOVED, RetrievalBenchConfig
 from qgmem.evaluation.runs import META, RETRIEVAL_ROWS, failure_recorded, finish_run, open_run, question_key, read_meta
@@ -51,7 +55,9 @@ def make_run_methods(cfg: RetrievalBenchConfig, store: Any) -> dict[str, MemoryM
     return make_methods(cfg.methods, MethodContext(store=store, retrieval=cfg.retrieval), cfg.method_options)
 
 
-def _official(items: list[list[str]], q: Question, conv: Conversation) -> dict[str, float]:
+def _all_turns_lme(items: list[list[str]], q: Question, conv: Conversation) -> dict[str, float]:
+    """LongMemEval's metric formulas over all turns (protocol all-turns): every turn a document, gold = the
+    turns marked has_answer whatever their role, gold sessions = answer_session_ids."""
     sess_of = {t.id: s.id for s in conv.sessions for t in s.turns}
     out: dict[str, float] = {}
     levels = {"turn": (rm.rank_ids(items), q.evidence, [t.id for t in conv.turns()]),
@@ -67,10 +73,27 @@ def _official(items: list[list[str]], q: Question, conv: Conversation) -> dict[s
     return out
 
 
+def _official_row(m: MemoryMethod, q: Question, conv: Conversation, cfg: RetrievalBenchConfig) -> dict[str, Any]:
+    """The official protocol's entry of a row: its metrics, or why the official means leave the question out.
+    The method is asked for a ranking as deep as `official_depth` (0: the conversation's turn count)."""
+    corpus = lme_official.corpus(conv, q)
+    if corpus.skip is not None:
+        return {"skip": corpus.skip}
+    depth = cfg.official_depth or sum(len(s.turns) for s in conv.sessions)
+    ranks = getattr(m, "ranks", "turns")
+    wm = m.activate(q, max(depth, cfg.k))
+    ranked = lme_official.session_ranking(wm.items, corpus) if ranks == "sessions" else \
+        lme_official.turn_ranking(wm.items, corpus)
+    return {"metrics": lme_official.score(wm.items, corpus, ranks), "ranks": ranks, "ranked": len(ranked),
+            "corpus": len(corpus.session_ids if ranks == "sessions" else corpus.turn_ids)}
+
+
 def _score_conversation(name: str, m: MemoryMethod, conv: Conversation, todo: list[Question],
                         cfg: RetrievalBenchConfig, lme: bool) -> list[dict[str, Any]]:
     """Build `conv` into `m`, activate and score each question; one row per question. Context tokens and
-    budget costs are the memory text as the answer prompt shows it, one counter for every method."""
+    budget costs are the memory text as the answer prompt shows it, one counter for every method. Under
+    the official protocol a second, deep activation gives the official ranking; the first (k items) gives
+    the all-turns scores, latency and context tokens, as without it."""
     m.build(conv)
     rows = []
     for q in todo:
@@ -84,7 +107,9 @@ def _score_conversation(name: str, m: MemoryMethod, conv: Conversation, todo: li
         row = {"method": name, "qid": question_key(conv.id, q.id), "category": q.category, "items": items,
                "gold": q.evidence, "scores": sc.__dict__ if sc else None, "latency_ms": lat, "context_tokens": ctx}
         if lme and sc is not None:
-            row["official"] = _official(items, q, conv)
+            row["lme_all_turns"] = _all_turns_lme(items, q, conv)
+        if lme and cfg.protocol == "official":
+            row["lme_official"] = _official_row(m, q, conv, cfg)
         rows.append(row)
     m.release(conv.id)
     return rows

@@ -144,7 +144,8 @@ def recall_all(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:
     return float(g <= set(ranked[:k]))
 
 
-def _official_dcg(rels: Sequence[float], k: int) -> float:
+def official_dcg(rels: Sequence[float], k: int) -> float:
+    """LongMemEval's DCG of the first k relevances: rank 1 undiscounted, rank i >= 2 divided by log2(i)."""
     r = list(rels)[:k]
     if not r:
         return 0.0
@@ -162,8 +163,8 @@ def ndcg_official(ranked: Sequence[str], gold: Sequence[str], k: int, corpus: Se
         raise ValueError("nDCG is undefined without gold evidence")
     rels = [1.0 if d in g else 0.0 for d in ranked[:k]]
     n_rel = len(g & set(corpus)) if corpus is not None else len(g)
-    ideal = _official_dcg([1.0] * n_rel, k)
-    return _official_dcg(rels, k) / ideal if ideal > 0 else 0.0
+    ideal = official_dcg([1.0] * n_rel, k)
+    return official_dcg(rels, k) / ideal if ideal > 0 else 0.0
 
 
 def mean(xs: Sequence[float]) -> float:
