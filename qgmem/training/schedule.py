@@ -128,7 +128,8 @@ def check_schedule(cfg: TrainConfig, s: Schedule) -> None:
                               f"save_every<={most}")
 
 
-def _how(steps: int, fraction: float | None, fraction_field: str, steps_field: str, stated: int | None) -> str:
+def _how(fraction: float | None, fraction_field: str, steps_field: str, stated: int | None) -> str:
+    """How a cadence was given, for the printed schedule."""
     if fraction is not None:
         return f"{fraction_field} {fraction:g}"
     return steps_field if stated is not None else f"{steps_field}, default"
@@ -152,7 +153,7 @@ def format_schedule(cfg: TrainConfig, s: Schedule) -> str:
         f"schedule: {s.train_examples:,} train examples ({s.source}) | {s.processes} process(es) x batch_size "
         f"{s.batch_size} x grad_accum {s.grad_accum} = {s.examples_per_step} examples per optimizer step",
         f"  {length} | warm-up {s.warmup_steps} "
-        f"({_how(s.warmup_steps, o.warmup_fraction, 'optim.warmup_fraction', 'optim.warmup_steps', o.warmup_steps)})",
+        f"({_how(o.warmup_fraction, 'optim.warmup_fraction', 'optim.warmup_steps', o.warmup_steps)})",
         f"  validation every {s.eval_every} steps: {len(val)} times ({at}) | last/ every {s.save_every} steps, "
         f"{timing}",
     ]
