@@ -201,3 +201,39 @@ def test_official_protocol_needs_the_benchmark_session_ids(tiny_conversation):
     q = tiny_conversation.questions[0]
     with pytest.raises(ValueError, match="protocol 'official' needs LongMemEval's session ids"):
         lo.corpus(tiny_conversation, q)
+
+
+REFERENCE = Path(__file__).parent / "fixtures" / "lme_official_reference.json"
+
+
+@pytest.mark.data
+def test_flat_bm25_equals_the_official_script_on_longmemeval_s(data_dir):
+    """The official script's own per-question metrics (its retrieval logs, turn and session granularity; how they
+    were made is the fixture's "source") on the first questions of the S file in the data directory."""
+    import json
+
+    from qgmem.data.longmemeval import default_path, iter_longmemeval
+
+    path = default_path("s", data_dir)
+    if path.name != "longmemeval_s_cleaned.498.json.xz" or not path.exists():
+        pytest.skip(f"the reference was made on longmemeval_s_cleaned.498.json.xz, not {path}")
+    ref = json.loads(REFERENCE.read_text())
+    methods = {"turn": FlatBM25("turn"), "session": FlatBM25("session")}
+    seen = set()
+    for c in iter_longmemeval("s", path, limit=32):
+        q = c.questions[0]
+        corpus = lo.corpus(c, q)
+        assert corpus.skip == ref["skipped"].get(q.id), q.id
+        if q.id not in ref["questions"]:
+            continue
+        r = ref["questions"][q.id]
+        expected = {"turn": {**{f"turn_{k}": v for k, v in r["turn"].items()},
+                             **{f"session_{k}": v for k, v in r["session_from_turns"].items()}},
+                    "session": {f"session_{k}": v for k, v in r["session"].items()}}
+        for gran, m in methods.items():
+            m.build(c)
+            got = lo.score(m.activate(q, 10**6).items, corpus, m.ranks)
+            m.release(c.id)
+            assert got == pytest.approx(expected[gran], abs=1e-12), (q.id, gran)
+        seen.add(q.id)
+    assert seen == set(ref["questions"])
