@@ -19,6 +19,12 @@ KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789"}
 K = 5
 
 
+def warm_imports() -> None:
+    """What the tests' own pipeline needs, imported while a server starts."""
+    import qgmem.baselines.dense_turns  # noqa: F401 - patch_embedder patches it
+    import qgmem.pipeline  # noqa: F401
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -69,10 +75,18 @@ class Server:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 180.0) -> Server:
+        return self.spawn().wait(timeout)
+
+    def spawn(self) -> Server:
+        """Start the process without waiting (the caller can do its own imports meanwhile, on the other core)."""
         args = launch_args(self.store, self.config, "--port", str(self.port), *self.serve, answer=self.answer)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, env=env(),
                                          cwd=ROOT)
+        return self
+
+    def wait(self, timeout: float = 180.0) -> Server:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -105,7 +119,9 @@ class Server:
         return httpx.Client(base_url=self.url, headers=headers, timeout=60.0, **kw)
 
     def __enter__(self) -> Server:
-        return self.start()
+        self.spawn()
+        warm_imports()
+        return self.wait()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

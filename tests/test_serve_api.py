@@ -75,7 +75,8 @@ def test_messages_append_are_idempotent_by_id_and_sessions_can_be_forgotten(serv
         assert [[t["id"] for t in s["turns"]] for s in sessions] == [["m1", "chat1:2"], ["chat2:1"]]
         assert sessions[0]["date"] == "2024-02-03T10:00"
         wm = mem.working_memory("What is the cat called?", namespace="alice-2")
-        assert any("Miso" in it["text"] for it in wm["items"])
+        cat = next(it for it in wm["items"] if "Miso" in it["text"])
+        assert cat["unit_id"] in [u["id"] for u in mem.history(cat["unit_id"])]
         assert "alice-2" in mem.namespaces() and mem.version()["api"] == "v1"
         assert mem.forget("alice-2", session_id="chat1")["remaining_turns"] == 1
         assert "Miso" not in str(mem.messages("alice-2"))

@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("fastapi")
 
 from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder  # noqa: E402
-from serve_helpers import InProcessServer, Server, items_of, pipeline, wait_for, write_config  # noqa: E402
+from serve_helpers import (InProcessServer, Server, items_of, pipeline, wait_for, warm_imports,  # noqa: E402
+                           write_config)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 WRITERS = 3
@@ -71,7 +72,9 @@ def test_kill_9_during_writes_loses_no_acknowledged_message(tmp_path, monkeypatc
     from qgmem.store import MemoryStore
 
     store = tmp_path / "store"
-    srv = Server(store, write_config(tmp_path / "serve.yaml", limits={"max_messages": 300}), answer="ok").start()
+    srv = Server(store, write_config(tmp_path / "serve.yaml", limits={"max_messages": 300}), answer="ok").spawn()
+    warm_imports()
+    srv.wait()
     acked: list[list[str]] = [[] for _ in range(WRITERS)]
     stop = threading.Event()
     threads = [threading.Thread(target=_writer, args=(srv.url, w, acked[w], stop)) for w in range(WRITERS)]

@@ -165,3 +165,18 @@ def test_without_keys_only_loopback(tmp_path):
                 return await c.get("/v1/namespaces")
         resp = anyio.run(remote)
     assert resp.status_code == 403 and "loopback" in resp.json()["detail"]
+
+
+def test_a_namespace_being_built_by_another_process_is_409_and_nothing_is_written(tmp_path, tiny_conversation):
+    from qgmem.locking import FileLock
+
+    with InProcessServer(tmp_path / "store") as srv, srv.client() as http:
+        http.post("/v1/memories/c1/messages", json={"sessions": sessions_json(tiny_conversation)})
+        before = store_snapshot(tmp_path / "store")
+        add = {"messages": [{"speaker": "Alice", "text": "I quit Globex."}]}
+        with FileLock(tmp_path / "store" / "writer.lock"):  # what `qgmem build` on this store holds while it runs
+            r = http.post("/v1/memories/c1/messages", json=add)
+            assert r.status_code == 409 and r.json()["field"] == "namespace" and "another process" in r.json()["detail"]
+            assert http.post("/v1/memories/c1/search", json={"question": Q}).status_code == 200  # reads go on
+        assert store_snapshot(tmp_path / "store") == before
+        assert http.post("/v1/memories/c1/messages", json=add).status_code == 200

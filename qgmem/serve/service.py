@@ -16,27 +16,25 @@ sessions restored) before the error is returned, so a refused request leaves not
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 import uuid
-from datetime import datetime, timezone
 from typing import Any
 
 from qgmem import __version__
 from qgmem.construct.build import BuildConfig, MemoryIncomplete, is_complete, pending_windows, stored_config
-from qgmem.data.validate import iso_date
 from qgmem.errors import UserError
 from qgmem.llm.base import LLMError
 from qgmem.pipeline import MemoryPipeline
 from qgmem.serve.config import Limits
 from qgmem.serve.errors import ServeError
 from qgmem.serve.locks import Gate
+from qgmem.serve.requests import append, check_add, ident, text, when, whole_sessions
 from qgmem.serve.schemas import Message, SessionIn
 from qgmem.serve.tenants import NAMESPACE_RE, ApiKey, Tenants
 from qgmem.store import StoreBusy
-from qgmem.types import Conversation, Question, Session, Turn
 from qgmem.io import plain
+from qgmem.types import Conversation, Question, Session
 
 log = logging.getLogger("qgmem.serve")
 
@@ -65,30 +63,10 @@ class MemoryService:
         self.tenants.check(who, namespace)
         return namespace
 
-    def _text(self, value: str, field: str, cap: int, setting: str) -> None:
-        if not value.strip():
-            raise ServeError(422, f"{field}: must not be empty", field)
-        if len(value) > cap:
-            raise ServeError(422, f"{field}: {len(value):,} characters, over the cap of {cap:,} (limits.{setting})",
-                             field)
-
-    def _id(self, value: str | None, field: str) -> None:
-        if value is not None:
-            self._text(value, field, self.limits.max_id_chars, "max_id_chars")
-
-    @staticmethod
-    def _time(value: str | None, field: str) -> str | None:
-        if value is None:
-            return None
-        got = iso_date(value)
-        if got is None:
-            raise ServeError(422, f"{field}: {value[:40]!r} is not an ISO 8601 date or date-time", field)
-        return got
-
     def _question(self, ns: str, question: str, question_time: str | None) -> Question:
-        self._text(question, "question", self.limits.max_question_chars, "max_question_chars")
+        text(question, "question", self.limits.max_question_chars, "max_question_chars")
         return Question(id=f"q-{uuid.uuid4().hex[:8]}", text=question, answers=[], category="",
-                        question_time=self._time(question_time, "question_time"), conversation_id=ns)
+                        question_time=when(question_time, "question_time"), conversation_id=ns)
 
     # ---------------------------------------------------------------- errors
     def _fail(self, e: BaseException, ns: str) -> ServeError:
@@ -192,7 +170,7 @@ class MemoryService:
 
     def history(self, who: ApiKey | None, namespace: str, unit_id: str) -> dict[str, Any]:
         ns = self._ns(who, namespace)
-        self._text(unit_id, "unit_id", 4 * self.limits.max_id_chars, "max_id_chars")
+        text(unit_id, "unit_id", 4 * self.limits.max_id_chars, "max_id_chars")
         if unit_id.rsplit("/", 2)[0] != ns:  # unit ids are <namespace>/<session>#w<i>/u<j>
             raise ServeError(404, f"unit_id: no unit {unit_id[:200]!r} in namespace {ns!r}", "unit_id")
         with self.gate.admit():
@@ -225,16 +203,16 @@ class MemoryService:
     def add(self, who: ApiKey | None, namespace: str, messages: list[Message] | None = None,
             session_id: str | None = None, sessions: list[SessionIn] | None = None) -> dict[str, Any]:
         ns = self._ns(who, namespace)
-        self._check_add(messages, session_id, sessions)
+        check_add(self.limits, messages, session_id, sessions)
         t0 = time.perf_counter()
         with self.gate.admit():
             self._ready_or_new(ns)
             with self.gate.write(ns):
                 old = self._stored(ns)
                 if messages is not None:
-                    new, added, dups = self._append(old, messages, session_id)
+                    new, added, dups = append(old, messages, session_id)
                 else:
-                    new, added, dups = self._sessions(old, sessions or [])
+                    new, added, dups = whole_sessions(old, sessions or [])
                 before = {u.id for u in self.pipe.store.units(ns)} if old is not None else set()
                 if new:
                     self._write(ns, old, new, added)
@@ -250,97 +228,6 @@ class MemoryService:
         except ServeError as e:
             if e.status != 404:
                 raise
-
-    def _check_add(self, messages: list[Message] | None, session_id: str | None,
-                   sessions: list[SessionIn] | None) -> None:
-        lim = self.limits
-        if (messages is None) == (sessions is None):
-            raise ServeError(422, "give exactly one of 'messages' and 'sessions'", "messages")
-        if sessions is not None and session_id is not None:
-            raise ServeError(422, "session_id goes with 'messages'; each of 'sessions' names its own id", "session_id")
-        self._id(session_id, "session_id")
-        if messages is not None:
-            if not messages:
-                raise ServeError(422, "messages: must hold at least one message", "messages")
-            rows = [(f"messages[{i}]", m.id, m.speaker, m.text) for i, m in enumerate(messages)]
-            for i, m in enumerate(messages):
-                self._time(m.time, f"messages[{i}].time")
-        else:
-            assert sessions is not None
-            if not sessions or len(sessions) > lim.max_sessions:
-                raise ServeError(422, f"sessions: give 1-{lim.max_sessions} sessions (limits.max_sessions)", "sessions")
-            rows = []
-            for i, s in enumerate(sessions):
-                self._id(s.id, f"sessions[{i}].id")
-                self._time(s.date, f"sessions[{i}].date")
-                if not s.turns:
-                    raise ServeError(422, f"sessions[{i}].turns: must hold at least one turn", f"sessions[{i}].turns")
-                rows += [(f"sessions[{i}].turns[{j}]", t.id, t.speaker, t.text) for j, t in enumerate(s.turns)]
-            if len({s.id for s in sessions}) != len(sessions):
-                raise ServeError(422, "sessions: a session id is repeated in this request", "sessions")
-        if len(rows) > lim.max_messages:
-            raise ServeError(422, f"{len(rows):,} messages in one request, over the cap of {lim.max_messages:,} "
-                             "(limits.max_messages)", "messages")
-        seen: set[str] = set()
-        for at, mid, speaker, text in rows:
-            self._id(mid, f"{at}.id")
-            self._text(speaker, f"{at}.speaker", lim.max_id_chars, "max_id_chars")
-            self._text(text, f"{at}.text", lim.max_message_chars, "max_message_chars")
-            if mid is not None:
-                if mid in seen:
-                    raise ServeError(422, f"{at}.id: {mid!r} is repeated in this request", f"{at}.id")
-                seen.add(mid)
-
-    def _append(self, old: Conversation | None, messages: list[Message], session_id: str | None
-                ) -> tuple[list[Session], list[str], list[str]]:
-        """(the session to store, ids of the new turns, ids already stored with the same text)."""
-        stored = {t.id: t for t in old.turns()} if old is not None else {}
-        sessions = {s.id: s for s in old.sessions} if old is not None else {}
-        sid = session_id or f"s{datetime.now(timezone.utc):%Y%m%d%H%M%S}-{uuid.uuid4().hex[:6]}"
-        base = sessions.get(sid)
-        turns = list(base.turns) if base is not None else []
-        added, dups = [], []
-        n = len(turns)
-        for i, m in enumerate(messages):
-            if m.id is not None and m.id in stored:
-                t = stored[m.id]
-                if (t.speaker, t.text) != (m.speaker, m.text):
-                    raise ServeError(409, f"messages[{i}].id: {m.id!r} is already stored with other content",
-                                     f"messages[{i}].id")
-                dups.append(m.id)
-                continue
-            tid = m.id
-            while tid is None or tid in stored:
-                n += 1
-                tid = f"{sid}:{n}"
-            stored[tid] = Turn(tid, m.speaker, m.text)
-            turns.append(stored[tid])
-            added.append(tid)
-        if not added:
-            return [], [], dups
-        if base is not None:
-            return [dataclasses.replace(base, turns=turns)], added, dups
-        first = next((m.time for m in messages if m.time), None)
-        date = self._time(first, "messages[].time") if first else datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M")
-        return [Session(sid, date, turns)], added, dups
-
-    def _sessions(self, old: Conversation | None, sessions: list[SessionIn]
-                  ) -> tuple[list[Session], list[str], list[str]]:
-        given = {s.id for s in sessions}
-        elsewhere = {t.id for s in (old.sessions if old is not None else []) if s.id not in given for t in s.turns}
-        out, added = [], []
-        known = {t.id for t in old.turns()} if old is not None else set()
-        for i, s in enumerate(sessions):
-            for j, t in enumerate(s.turns):
-                if t.id in elsewhere:
-                    at = f"sessions[{i}].turns[{j}].id"
-                    raise ServeError(409, f"{at}: {t.id!r} is a turn of another stored session", at)
-            out.append(Session(s.id, self._time(s.date, f"sessions[{i}].date"),
-                               [Turn(t.id, t.speaker, t.text) for t in s.turns]))
-            added += [t.id for t in s.turns if t.id not in known]
-        current = {s.id: s for s in (old.sessions if old is not None else [])}
-        changed = [s for s in out if current.get(s.id) != s]
-        return changed, added, []
 
     def _write(self, ns: str, old: Conversation | None, new: list[Session], added: list[str]) -> None:
         """`pipe.add`, undone when it fails part way: the request's new turns are forgotten and the
@@ -374,12 +261,12 @@ class MemoryService:
     def forget(self, who: ApiKey | None, namespace: str, session_id: str | None = None,
                turn_ids: list[str] | None = None) -> dict[str, Any]:
         ns = self._ns(who, namespace)
-        self._id(session_id, "session_id")
+        ident(session_id, "session_id", self.limits)
         if turn_ids is not None:
             if not turn_ids or len(turn_ids) > self.limits.max_messages:
                 raise ServeError(422, f"turn_ids: give 1-{self.limits.max_messages} ids", "turn_ids")
             for i, t in enumerate(turn_ids):
-                self._id(t, f"turn_ids[{i}]")
+                ident(t, f"turn_ids[{i}]", self.limits)
         with self.gate.admit(), self.gate.exclusive():  # forgetting clears caches every namespace shares
             conv = self._stored(ns)
             if conv is None:
