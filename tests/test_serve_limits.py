@@ -180,3 +180,32 @@ def test_a_namespace_being_built_by_another_process_is_409_and_nothing_is_writte
             assert http.post("/v1/memories/c1/search", json={"question": Q}).status_code == 200  # reads go on
         assert store_snapshot(tmp_path / "store") == before
         assert http.post("/v1/memories/c1/messages", json=add).status_code == 200
+
+
+def test_a_graph_token_checkpoint_answers_as_the_pipeline_does(tmp_path, tiny_conversation):
+    from qgmem.config import to_dict
+    from qgmem.graph.local_graph import GraphConfig
+    from qgmem.model.encoder import EncoderConfig
+    from qgmem.model.graph_token_lm import GraphTokenLM
+    from qgmem.pipeline import MemoryPipeline
+    from qgmem.retrieve.config import RetrievalConfig
+    from qgmem.testing.tiny_models import make_tiny
+
+    llm, tok = make_tiny("llama", seed=1, hidden=32)
+    llm.save_pretrained(tmp_path / "llm")
+    tok.save_pretrained(tmp_path / "llm")
+    retrieval, graph = RetrievalConfig(k=4), GraphConfig(max_edges=4)
+    prepare = {"graph": to_dict(graph), "retrieval": to_dict(retrieval), "text_with_graph": False}
+    dim = HashEmbedder().dim  # the hashed embedder's vectors are the graph's node features here
+    GraphTokenLM(llm, tok, EncoderConfig(node_dim=dim, edge_dim=dim + 4, hidden=32, heads=2, projector_hidden=64),
+                 graph_cfg=graph, base_model=str(tmp_path / "llm"),
+                 extra={"model_name": str(tmp_path / "llm"), "max_length": 400, "prepare": prepare}
+                 ).save_pretrained(tmp_path / "ck")
+    with InProcessServer(tmp_path / "store", checkpoint=str(tmp_path / "ck"), k=None, max_new_tokens=6) as srv, \
+            srv.client() as http:
+        assert http.get("/v1/version").json()["answerer"] == "checkpoint" and srv.pipe.k == 4
+        http.post("/v1/memories/c1/messages", json={"sessions": sessions_json(tiny_conversation)})
+        got = http.post("/v1/memories/c1/answer", json={"question": Q}).json()
+    with MemoryPipeline.from_pretrained(tmp_path / "ck", store_dir=tmp_path / "store", max_new_tokens=6) as pipe:
+        want = pipe.answer(Q, namespace="c1")
+    assert got["raw"] == want.raw and items_of(got) == items_of(want.working_memory) and len(got["items"]) <= 4

@@ -45,9 +45,9 @@ def make_pipeline(cfg: ServeConfig, llm: Any = None) -> Any:
     """The one pipeline of the process; `llm` (a ChatBackend) replaces the configured backend (tests)."""
     from qgmem.pipeline import MemoryPipeline
 
-    if cfg.checkpoint:
-        return MemoryPipeline.from_pretrained(cfg.checkpoint, store_dir=cfg.store_dir, retrieval=cfg.retrieval,
-                                              k=cfg.k, max_new_tokens=cfg.max_new_tokens)
+    if cfg.checkpoint:  # retrieval and k as the checkpoint's encoder was trained with
+        return MemoryPipeline.from_pretrained(cfg.checkpoint, store_dir=cfg.store_dir, k=cfg.k,
+                                              max_new_tokens=cfg.max_new_tokens)
     return MemoryPipeline.from_pretrained(None, llm=llm if llm is not None else cfg.llm, store_dir=cfg.store_dir,
                                           retrieval=cfg.retrieval, k=cfg.k, max_new_tokens=cfg.max_new_tokens)
 

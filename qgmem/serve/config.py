@@ -46,7 +46,7 @@ class ServeConfig:
     checkpoint: str | None = None  # a graph-token checkpoint answers instead of the chat backend
     k: int | None = None  # working-memory size (None: the checkpoint's, else 10)
     max_new_tokens: int = 64  # answer length
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)  # with a checkpoint: the checkpoint's
     llm: LLMConfig = field(default_factory=LLMConfig)  # the answer backend (any OpenAI-compatible server, or hf)
     limits: Limits = field(default_factory=Limits)
     log_level: str = "warning"  # uvicorn's access log and server messages
