@@ -31,7 +31,7 @@ from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected
 from qgmem.construct.nlp import nlp_identity
 from qgmem.construct.report import BuildReport, PhaseStats, usage_delta, usage_snapshot
 from qgmem.construct.rule import RULE_VERSION, RULE_WORDS, RuleConfig, RuleExtractor
-from qgmem.construct.traces import TRACE_WORDS, TraceConfig, build_traces, group_traces
+from qgmem.construct.traces import TRACE_VERSION, TRACE_WORDS, TraceConfig, build_traces, group_traces
 from qgmem.construct.windows import Window, make_windows
 from qgmem.words import digest as words_digest
 from qgmem.data.validate import InputLimits, check_conversation
@@ -171,7 +171,7 @@ def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBacken
 def _traces_key(units: list[AtomicUnit], sources: list[str], cfg: BuildConfig, consolidation: str) -> str:
     """Names the units (by id and source window content) and the trace settings."""
     h = hashlib.sha1(json.dumps([[u.id for u in units], sources, asdict(cfg.traces), consolidation,
-                                 cfg.embedder, words_digest(TRACE_WORDS)]).encode())
+                                 cfg.embedder, words_digest(TRACE_WORDS), TRACE_VERSION]).encode())
     return f"traces@{h.hexdigest()[:16]}"
 
 

@@ -173,18 +173,9 @@ class StateTable:
         """The entry of the head word of the first noun chunk of `text` ("the night shift at the
         hospital" -> shift; "promoted to project architect" -> promote), or None. Nouns count as
         nouns, verbs only as participles ("hard work" names no job, "working at Acme" does)."""
-        toks = tokens(text)
-        i = 0
-        while skip_leading and i < len(toks) and toks[i] in STOPWORDS:
-            i += 1  # "to the", "at my", ...
-        chunk: list[str] = []
-        for t in toks[i:]:
-            if t in STOPWORDS or t in IGNORED or t in _CHUNK_BREAKS or not t[0].isalnum():
-                break
-            chunk.append(t)
-        if not chunk:
+        word = self.head_word(text, skip_leading)
+        if word is None:
             return None
-        word = chunk[-1]
         for f in forms(word):
             e = self.entries.get(f)
             if e is None or e.cls in (FROM_OBJECT, LIGHT) or e.use == "rel":
@@ -194,6 +185,20 @@ class StateTable:
             if (e.use == "head" and noun) or (e.use == "any" and participle):
                 return e  # a noun as a noun; a verb as a participle ("working at Acme", not "hard work")
         return None
+
+    @staticmethod
+    def head_word(text: str, skip_leading: bool = True) -> str | None:
+        """The last word of the first noun chunk of `text` ("the night shift at the hospital" -> shift)."""
+        toks = tokens(text)
+        i = 0
+        while skip_leading and i < len(toks) and toks[i] in STOPWORDS:
+            i += 1  # "to the", "at my", ...
+        chunk: list[str] = []
+        for t in toks[i:]:
+            if t in STOPWORDS or t in IGNORED or t in _CHUNK_BREAKS or not t[0].isalnum():
+                break
+            chunk.append(t)
+        return chunk[-1] if chunk else None
 
     def read(self, relation: str, obj: str, subject: str) -> Reading:
         """Class and kind of a unit from its own fields: the object's head word, else the relation's

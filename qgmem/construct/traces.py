@@ -28,10 +28,13 @@ the same time (the store keeps units in conversation order).
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from qgmem.construct.state_cues import Cues, read_cues
+from qgmem.construct.state_links import Linker, read_facts
 from qgmem.construct.state_table import Reading, StateTable, overlap
 from qgmem.types import AtomicUnit, MemoryTrace
 from qgmem.words import load_words
@@ -44,11 +47,15 @@ NO_TRACE: TraceFields = (None, None, False)
 # a unit whose subject is an unresolved pronoun cannot be placed in anyone's trajectory
 UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
 EVENT = "event:"  # prefix of an event group's key (the relation lemma follows)
+SCHEDULE = "schedule"  # the class whose values are times
 
 
 # the word lists that decide traces (their digest joins the traces' build key)
-TRACE_WORDS = ("relation_grammar", "state_classes", "state_ignore", "state_relations", "stopwords",
+TRACE_WORDS = ("relation_grammar", "state_changes", "state_classes", "state_ignore", "state_relations", "stopwords",
                "subject_modifiers", "unresolved_subjects")
+# part of the traces' build key: bump it when a change of the grouping code changes traces, so stored
+# traces are regrouped instead of served (1: grouping by subject and class; 2: structural links and cues)
+TRACE_VERSION = 2
 
 
 @dataclass
@@ -66,6 +73,7 @@ class Group:
     key: str  # state class, or EVENT + relation lemma
     members: list[int]
     kinds: list[str]  # per member: "state" | "end" | "change" | "note"
+    links: tuple[tuple[int, int], ...] = ()  # (member, the earlier member whose state it changes)
 
     @property
     def is_event(self) -> bool:
@@ -85,12 +93,58 @@ def memory_time_key(u: AtomicUnit, position: int) -> tuple[str, int]:
     return (memory_time(u), position)
 
 
-def traceable(u: AtomicUnit, table: StateTable) -> bool:
-    """A named subject (not a pronoun, not an activity) and a relation other than "say"."""
+def speakers_of(units: list[AtomicUnit]) -> frozenset[str]:
+    """The namespace's speakers, lower-cased: "user" and "user's therapist" are named subjects too."""
+    return frozenset(u.speaker.strip().lower() for u in units if u.speaker)
+
+
+def traceable(u: AtomicUnit, table: StateTable, speakers: frozenset[str] = frozenset()) -> bool:
+    """A named subject (a name, a speaker or a speaker's "user's therapist"; not a pronoun, not an
+    activity) and a relation other than "say"."""
     subj = table.subject_key(u.subject)
     rel = u.relation.strip().lower()
-    return bool(subj) and subj not in UNRESOLVED_SUBJECTS and u.subject.strip()[:1].isupper() \
-        and rel not in ("", "say")
+    named = u.subject.strip()[:1].isupper() or subj.split("'s ", 1)[0] in speakers
+    return bool(subj) and subj not in UNRESOLVED_SUBJECTS and named and rel not in ("", "say")
+
+
+def refine(r: Reading, u: AtomicUnit, c: Cues, values: frozenset[str], table: StateTable) -> Reading:
+    """A reading with what the claim's structure adds (construct/state_cues.py): a role at an
+    organisation is an employment, "X's <noun> is <Name>" a role held by that person; a recurring time
+    told by a light verb, or a job without a value ("I work weekends"), is a schedule; a classless claim
+    about a time after the utterance is a plan; a thing given to someone ends its ownership; "no longer"
+    ends the relation's state; a marker ("now", "instead") makes a value of its class a change."""
+    cls, kind = r.cls, r.kind
+    if cls is None and c.role_at:
+        cls, kind = "employment", "state"
+    if cls is None and u.relation.strip().lower() == "be" and "'s " in u.subject and _is_name(u.object):
+        cls, kind = "relationship", "state"
+    if c.recurring and ((cls is None and r.light) or (cls == "employment" and not values and kind != "end")):
+        cls, kind = "schedule", ("state" if kind == "note" and c.times else kind)
+    if cls is None and kind == "state" and _future(u):
+        cls = "plans"
+    if cls is None and c.transfer:
+        cls, kind = "ownership", "end"
+    if cls is not None and c.ends:
+        kind = "end"
+    if cls is not None and kind == "state" and (c.replaces or (c.now and table.is_single(cls))):
+        kind = "change"
+    if (cls, kind) == (r.cls, r.kind):
+        return r
+    return dataclasses.replace(r, cls=cls, kind=kind, light=r.light and cls is None, from_object=r.from_object
+                               and cls is None)
+
+
+def _is_name(obj: str) -> bool:
+    """A person's name as a copula's value ("Mr. Brandt, a former player", "Dr. Weiland"): its words up to
+    a comma all capitalised."""
+    head = obj.split(",", 1)[0].split()
+    return bool(head) and len(head) <= 4 and all(w[:1].isupper() for w in head)
+
+
+def _future(u: AtomicUnit) -> bool:
+    """The claim's fact time lies after the day it was said: a plan."""
+    fact, said = (u.fact_time_start or "")[:10], (u.utterance_time or "")[:10]
+    return bool(fact and said and fact > said)
 
 
 def object_text(u: AtomicUnit) -> str:
@@ -106,40 +160,74 @@ def _borrowed_key(i: int, earlier: list[tuple[int, str]], words: list[frozenset[
 
 
 def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None) -> list[Group]:
-    """Groups of >= `min_size` units (members in memory-time order), in a canonical order."""
+    """Groups of >= `min_size` units (members in memory-time order), in a canonical order.
+
+    Each unit in memory time: linked to the earlier state it changes when it names it across subjects
+    or classes (construct/state_links.py), else placed by its own subject and class."""
     table = table or StateTable.default()
-    readings: list[Reading | None] = [table.read(u.relation, object_text(u), u.subject) if traceable(u, table)
-                                      else None for u in units]
+    speakers = speakers_of(units)
+    facts = [read_facts(u, table, speakers) for u in units]
     words = [table.object_words(object_text(u)) for u in units]
+    readings: list[Reading | None] = [
+        refine(table.read(u.relation, object_text(u), u.subject), u, f.cues, w, table)
+        if traceable(u, table, speakers) else None for u, f, w in zip(units, facts, words)]
     buckets: dict[tuple[str, str], list[int]] = {}
+    linker = Linker(units, facts, readings, table, cfg.update_threshold, buckets)
+    group_of: dict[int, tuple[str, str]] = {}
+    kinds = {i: r.kind for i, r in enumerate(readings) if r is not None}
+    links: dict[int, int] = {}
     earlier: dict[str, list[tuple[int, str]]] = {}  # subject -> (unit, group key) so far, in memory time
     for i in sorted(range(len(units)), key=lambda i: memory_time_key(units[i], i)):
+        got = linker.link(i)
+        linker.add(i)
+        if got is not None:
+            j, kinds[i] = got
+            if j not in group_of:
+                group_of[j] = (facts[j].subject, _linked_key(readings[j], facts[j].cues, facts[i].cues))
+                buckets.setdefault(group_of[j], []).append(j)
+                kinds.setdefault(j, "state")
+            group_of[i] = group_of[j]
+            buckets[group_of[i]].append(i)
+            links[i] = j
+            continue
         r = readings[i]
         if r is None:
             continue
-        subj = table.subject_key(units[i].subject)
+        subj = facts[i].subject
         key = r.cls
         if key is None and r.from_object and r.kind != "state":
             key = _borrowed_key(i, earlier.get(subj, []), words, cfg.update_threshold)
         if key is None and r.light:
             continue
         key = key or EVENT + r.lemma
+        group_of[i] = (subj, key)
         buckets.setdefault((subj, key), []).append(i)
         earlier.setdefault(subj, []).append((i, key))
     groups: list[Group] = []
     for (subj, key), members in buckets.items():
-        parts = _word_components(members, words) if key.startswith(EVENT) else [members]
+        members.sort(key=lambda m: memory_time_key(units[m], m))  # a linked target may join late
+        parts = _word_components(members, words, links) if key.startswith(EVENT) else [members]
         for part in parts:
             for s in range(0, len(part), cfg.max_size):
                 chunk = part[s:s + cfg.max_size]
                 if len(chunk) >= cfg.min_size:
-                    groups.append(Group(subj, key, chunk, [readings[m].kind for m in chunk]))  # type: ignore[union-attr]
+                    groups.append(Group(subj, key, chunk, [kinds[m] for m in chunk],
+                                        tuple((m, links[m]) for m in chunk if links.get(m) in chunk)))
     groups.sort(key=lambda g: (memory_time(units[g.members[0]]), g.subject, g.key, units[g.members[0]].id))
     return groups
 
 
-def _word_components(members: list[int], words: list[frozenset[str]]) -> list[list[int]]:
-    """Members (kept in order) split into groups connected by a shared object word."""
+def _linked_key(r: Reading | None, target: Cues, change: Cues) -> str:
+    """The class of a state first placed in a trace by a later change that names it: its own, else a
+    schedule when it states a recurring time, else a plan."""
+    if r is not None and r.cls is not None:
+        return r.cls
+    return "schedule" if target.recurring else "plans"
+
+
+def _word_components(members: list[int], words: list[frozenset[str]], links: dict[int, int] | None = None
+                     ) -> list[list[int]]:
+    """Members (kept in order) split into groups connected by a shared object word or a link."""
     parent = {m: m for m in members}
 
     def find(x: int) -> int:
@@ -154,6 +242,9 @@ def _word_components(members: list[int], words: list[frozenset[str]]) -> list[li
             o = first_with.setdefault(w, m)
             if o != m:
                 parent[find(m)] = find(o)
+    for m, j in (links or {}).items():
+        if m in parent and j in parent:
+            parent[find(m)] = find(j)
     parts: dict[int, list[int]] = {}
     for m in members:
         parts.setdefault(find(m), []).append(m)
@@ -168,11 +259,14 @@ def rule_roles(group: Group, words: list[frozenset[str]], single: bool, cfg: Tra
     roles: list[Role] = ["origin"]
     active = [members[0]]
     superseded: set[int] = set()
+    linked = dict(group.links)
     for m in members[1:]:
         kind = kinds[m]
         near = [a for a in active if overlap(words[m], words[a]) >= cfg.update_threshold]
         ended = [a for a in near if kinds[a] == "end"]
-        if group.is_event:
+        if linked.get(m) in active and kind != "note":  # a change that names the state it changes
+            targets = [linked[m], *(a for a in near if a != linked[m] and kinds[a] != "end")]
+        elif group.is_event:
             targets = near if kind == "end" else []
         elif kind in ("end", "change"):
             targets = near or (list(active) if single else active[-1:])
@@ -211,7 +305,8 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
     for ti, g in enumerate(groups):
         decided = roles_fn(ti, g.members) if roles_fn is not None else None
         if decided is None:
-            decided = rule_roles(g, words, not g.is_event and table.is_single(g.key), cfg)
+            decided = rule_roles(g, _schedule_words(units, g) if g.key == SCHEDULE else words,
+                                 not g.is_event and table.is_single(g.key), cfg)
         roles, sup = decided
         tid = f"{ns}/t{ti}"
         for m, role in zip(g.members, roles):
@@ -223,6 +318,15 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
             unit_ids=[units[m].id for m in g.members], roles=list(roles), latest_unit_id=units[stated[-1]].id,
         ))
     return [with_trace(u, fields.get(i, NO_TRACE)) for i, u in enumerate(units)], traces
+
+
+def _schedule_words(units: list[AtomicUnit], g: Group) -> defaultdict[int, frozenset[str]]:
+    """A schedule's value is its time ("Tuesday evenings", "nine to five"), not the activity's words."""
+    out: defaultdict[int, frozenset[str]] = defaultdict(frozenset)
+    for m in g.members:
+        u = units[m]
+        out[m] = read_cues(u.text, u.speaker, u.relation, u.object).times
+    return out
 
 
 def with_trace(u: AtomicUnit, f: TraceFields) -> AtomicUnit:

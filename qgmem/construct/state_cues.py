@@ -1,0 +1,150 @@
+"""What a claim's own words say about a change of state, beyond its relation (rule path of QGMem §III-A2).
+
+The word table (construct/state_table.py) names a unit's state class from its relation and object head.
+These cues come from the structure of the claim's sentence, read from the unit's strings (no parser: traces
+are regrouped over every unit of a namespace whenever it grows), with the general English words of
+`qgmem/words/state_changes.txt`:
+- a *marker* that the value is new: "instead", "no longer", "switched" replace an earlier value; "now",
+  "these days", "a new ..." say the value is the present one;
+- a *change verb* as the relation ("rescheduled the lesson", "handed the class over"), or a *retiming* verb
+  followed by a time ("moved the class to Thursdays", "pushed the visit back to May"): the state changed is
+  the thing the verb acts on;
+- a *departure* ("Mrs. Albright retired"): the subject left the role it held;
+- a *recurring time* ("on Tuesday evenings", "every Sunday", "nine till five", "weekends"): the value of a
+  schedule, compared by its time words, not by the words of the activity;
+- a *role at an organisation* in a copula ("I'm a line cook at Saffron Row"): an employment.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from qgmem.construct.state_table import IGNORED, PARTICLES, PREPOSITIONS, STOPWORDS, forms, stem, tokens
+from qgmem.words import load_rows
+
+WEEKDAYS = frozenset(d.lower() for d in calendar.day_name)
+MONTHS = frozenset(m.lower() for m in calendar.month_name if m)
+_NOTE_RE = re.compile(r"\s*\[[^\]=]+=[^\]]*\]\s*$")  # "[she = Maya]" appended by the rule extractor
+
+
+@lru_cache(maxsize=1)
+def _roles() -> dict[str, frozenset[str]]:
+    """role -> phrases of qgmem/words/state_changes.txt."""
+    out: dict[str, set[str]] = {}
+    for row in load_rows("state_changes"):
+        if len(row) != 2:
+            raise ValueError(f"state_changes: expected 'phrase<TAB>role', got {row!r}")
+        out.setdefault(row[1], set()).add(row[0].lower())
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def words_of(role: str) -> frozenset[str]:
+    return _roles().get(role, frozenset())
+
+
+def _time_re() -> re.Pattern[str]:
+    clock = "|".join(sorted(words_of("clock") | {"noon", "midnight"}))
+    return re.compile(rf"\b(?:\d{{1,2}}(?::\d\d)?\s*(?:am|pm)?|{clock})\s*(?:till|until|to|-|–)\s*"
+                      rf"(?:half\s+)?(?:\d{{1,2}}(?::\d\d)?|{clock})\b")
+
+
+_CLOCK_RANGE = _time_re()
+
+
+def _target_re() -> re.Pattern[str]:
+    when = "|".join(sorted(WEEKDAYS | MONTHS | words_of("time") | words_of("date")))
+    return re.compile(rf"\b(?:to|until|till|into|for)\s+(?:the\s+|a\s+)?(?:[a-z]+\s+)?"
+                      rf"(?:(?:{when})s?\b|\d{{1,2}}(?:st|nd|rd|th)?\b)")
+
+
+_TIME_TARGET = _target_re()
+
+
+def sentence(text: str, speaker: str) -> str:
+    """The claim's sentence: the unit text without the "Speaker: " prefix and the pronoun note."""
+    s = text[len(speaker) + 2:] if speaker and text.startswith(f"{speaker}: ") else text
+    return _NOTE_RE.sub("", s).strip()
+
+
+def _has_phrase(toks: list[str], phrases: frozenset[str]) -> bool:
+    line = f" {' '.join(toks)} "
+    return any(f" {p} " in line for p in phrases)
+
+
+def _verb_in(relation: str, phrases: frozenset[str]) -> bool:
+    """The relation (without a leading negation, "be" or "get") is one of `phrases` in any inflection:
+    as a verb and particle ("hand over"), or as a bare verb unless a particle changes its sense ("move
+    to" is "move", "move away" is not)."""
+    ws = [w for w in relation.lower().replace("’", "'").split() if w not in ("not", "be", "get", "got")]
+    if not ws:
+        return False
+    nxt = ws[1] if len(ws) > 1 else None
+    if nxt is not None and any(f"{f} {nxt}" in phrases for f in forms(ws[0])):
+        return True
+    if nxt is not None and nxt in PARTICLES and nxt not in PREPOSITIONS:
+        return False
+    return any(f in phrases for f in forms(ws[0]))
+
+
+@dataclass(frozen=True)
+class Cues:
+    replaces: bool  # "instead", "no longer", "switched": the claim replaces an earlier value
+    now: bool  # "now", "these days", "a new ...": the claim's value is the present one
+    change: bool  # a change verb, or a retiming verb with a time after it ("moved X to Thursdays")
+    timed: bool  # a time follows the verb ("to Thursdays", "back to May"): the change is a schedule or plan
+    departure: bool  # the subject left a role or place ("retired", "moved away", "stepped down")
+    recurring: bool  # a recurring time: the claim states a schedule
+    role_at: bool  # "a line cook at Saffron Row", "started as content lead at X": a role at an organisation
+    ends: bool  # "no longer", "not ... any more": the relation's own state ended
+    transfer: bool  # "gave my goldfish to my nephew": the thing went to someone else
+    times: frozenset[str]  # time words of the sentence (weekdays, parts of the day, hours, months)
+
+
+@lru_cache(maxsize=200_000)
+def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
+    """The cues of one unit, from its own strings (remembered: traces are regrouped as a namespace grows)."""
+    raw = sentence(text, speaker)
+    low = raw.lower().replace("’", "'")
+    toks = tokens(low)
+    new_word = bool(re.search(r"\bnew\s+[a-z]", raw))  # "a new job", not "New York"
+    day_parts = words_of("time")
+    times = frozenset(w for t in toks for w in forms(t)[:3] if w in WEEKDAYS or w in MONTHS or w in day_parts
+                      or w in words_of("clock") or w.isdigit())
+    plural_time = any(t.endswith("s") and (t[:-1] in WEEKDAYS or t in day_parts) for t in toks)
+    every = re.search(r"\b(?:" + "|".join(sorted(words_of("recurring"))) + r")\s+(?:\w+\s+)?(?:"
+                      + "|".join(sorted(WEEKDAYS | day_parts | {"day", "week", "month"})) + r")", low)
+    span = re.search(r"\b(?:" + "|".join(sorted(WEEKDAYS)) + r")s?\s+(?:to|till|until|-)\s+(?:"
+                     + "|".join(sorted(WEEKDAYS)) + r")", low)
+    recurring = bool(plural_time or every or span or _CLOCK_RANGE.search(low))
+    timed = bool(_TIME_TARGET.search(low))
+    moved_to = bool(re.search(r"\b(?:to|back|forward)\b", low)) and bool(obj.strip()) and \
+        relation.strip().lower().split()[-1:] != ["to"]  # "moved our quiz nights to the Crown"
+    change = _verb_in(relation, words_of("change")) or ((timed or moved_to) and _verb_in(relation, words_of("retime")))
+    rel = relation.strip().lower()
+    role_at = (rel == "be" or rel.endswith(" as")) and bool(
+        re.match(r"(?:(?:a|an)\s+)?(?:[\w'’-]+\s+){1,6}?(?:at|for)\s+(?:the\s+)?[A-Z0-9]", obj.strip())) and (
+        rel != "be" or obj.strip().lower().startswith(("a ", "an ")))
+    ends = bool(re.search(r"\bno longer\b|\bnot\b.*\b(?:any ?more)\b|n't\b.*\b(?:any ?more)\b", low))
+    transfer = _verb_in(relation, words_of("transfer")) and bool(obj.strip()) and " to " in f" {low} "
+    return Cues(replaces=_has_phrase(toks, words_of("replaces")),
+                now=_has_phrase(toks, words_of("now") - {"new"}) or new_word,
+                change=change, timed=timed, departure=_verb_in(relation, words_of("departure")),
+                recurring=recurring, role_at=role_at, ends=ends, transfer=transfer, times=times)
+
+
+def thing_words(phrase: str) -> frozenset[str]:
+    """Content stems of a phrase that name a thing ("Liv's ballet class" -> ballet, class): no function
+    words, no time words, no possessor ("Liv's"); class nouns ("class", "trip") are kept, since the thing a
+    change acts on is often named by one alone ("moved the class to Fridays")."""
+    toks = tokens(phrase)
+    out = set()
+    for k, t in enumerate(toks):
+        if not t[0].isalnum() or t in STOPWORDS or t in IGNORED or t.isdigit() or t in words_of("time"):
+            continue
+        if t.endswith(("'s", "’s")) and k + 1 < len(toks) and toks[k + 1][0].isalnum():
+            continue  # a possessor: whose thing it is, not which
+        out.add(stem(t.removesuffix("'s")))
+    return frozenset(out)

@@ -1,0 +1,171 @@
+"""Links from a claim that changes a state to the earlier claim of that state, when the two differ in
+subject or class (construct/traces.py groups the rest by subject and class).
+
+A change is often told without the subject or the class of the state it changes:
+- *the thing a change acts on*: "The centre moved the class to Thursdays" changes "I signed up for a life
+  drawing class", "we pushed the Porto visit back to September" the plan "to visit my grandparents in
+  Porto", "Spanish moved to Wednesdays" the class "my Spanish class is on Monday evenings", "I brought it
+  forward" the speaker's latest plan or schedule;
+- *a departure of a role's holder*: "Mrs. Albright retired" ends "his teacher is Mrs. Albright";
+- *a new holder told by the role's counterpart*: "I see a new therapist now" follows "my therapist is X";
+- *a marker without a class of its own*: "I'm the museum's head of collections now" changes the
+  subject's state whose words it shares ("I work at the county museum").
+The target is the latest earlier unit in memory time, not said in the same turn, that matches. Words are
+compared by the overlap coefficient against `threshold` (TraceConfig.update_threshold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from qgmem.construct.state_cues import Cues, read_cues, thing_words
+from qgmem.construct.state_table import Reading, StateTable, forms, overlap
+from qgmem.types import AtomicUnit
+from qgmem.words import load_table
+
+PRONOUN_OBJECTS = frozenset({"it", "them", "that", "this"})
+DESTINATION_PREPS = ("to", "until", "till", "into", "for")
+ROLE_CLASS = "relationship"  # the class whose head words name a role held by someone ("teacher", "coach")
+PERSON_NOUNS = frozenset(load_table("person_nouns"))
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What links read of one unit."""
+
+    subject: str  # the subject key (construct/state_table.py)
+    owner: str  # the possessor of a possessive subject ("user's climbing sessions" -> "user"), else the subject
+    own_words: frozenset[str]  # thing words of the subject itself ("Spanish", "the recital")
+    values: frozenset[str]  # words of the value: object words, and a possessive subject's thing
+    mentions: frozenset[str]  # every thing the unit names: subject, object, entities (what a change may match)
+    cues: Cues
+    head: str | None  # the head word of the object
+    turn: str
+    say: bool  # a whole-turn unit (relation "say"): a target only, never a source
+
+
+def read_facts(u: AtomicUnit, table: StateTable, speakers: frozenset[str]) -> Facts:
+    subject = table.subject_key(u.subject)
+    owner = subject.split("'s ", 1)[0] if "'s " in subject else subject
+    own = frozenset() if subject in speakers or subject in ("i", "we") else thing_words(u.subject)
+    possessed = thing_words(u.subject) if "'s " in subject and not _person_head(subject, table) else frozenset()
+    say = u.relation.strip().lower() == "say"
+    ents = frozenset(w for e in u.entities if e.lower() not in speakers for w in thing_words(e))
+    mentions = thing_words(u.subject) | thing_words(u.object) | thing_words(u.relation) | ents
+    return Facts(subject=subject, owner=owner, own_words=own,
+                 values=table.object_words(u.object) | possessed, mentions=mentions,
+                 cues=read_cues(u.text, u.speaker, u.relation, u.object),
+                 head=table.head_word(u.object), turn=u.first_turn, say=say)
+
+
+def _person_head(subject: str, table: StateTable) -> bool:
+    """The subject names a person ("Ana's brother", "Ana's coach"), not a thing of hers."""
+    head = subject.split()[-1] if subject else ""
+    e = table.head_entry(head, skip_leading=False)
+    return any(f in PERSON_NOUNS for f in forms(head)) or (e is not None and e.cls == ROLE_CLASS)
+
+
+def _changed_thing(u: AtomicUnit, f: Facts) -> frozenset[str] | None:
+    """What a change verb acts on: its object, else (an intransitive or passive change, or a move *to* a
+    time) its thing subject; None for a pronoun object (the latest plan or schedule is meant)."""
+    obj = u.object.strip().lower()
+    rel = u.relation.strip().lower().split()
+    if obj in PRONOUN_OBJECTS:
+        return None
+    if obj and not (rel and rel[-1] in DESTINATION_PREPS):
+        return thing_words(u.object)
+    return f.own_words
+
+
+class Linker:
+    """Finds the earlier unit a change links to; `add` each unit once it has been placed, in memory time."""
+
+    def __init__(self, units: list[AtomicUnit], facts: list[Facts], readings: list[Reading | None],
+                 table: StateTable, threshold: float, buckets: dict[tuple[str, str], list[int]]):
+        self.units, self.facts, self.readings, self.table = units, facts, readings, table
+        self.threshold = threshold
+        self.buckets = buckets  # the groups placed so far, by (subject, class)
+        self.earlier: list[int] = []  # units so far, in memory time
+
+    def add(self, i: int) -> None:
+        self.earlier.append(i)
+
+    def _latest(self, i: int, ok: Callable[[int], bool], prefer_own: bool = False) -> int | None:
+        """The latest earlier unit, outside i's turn, for which `ok` holds; with `prefer_own`, one said by
+        i's speaker or about i's subject first (a reply that repeats the thing is no state of it)."""
+        turn, f, speaker = self.facts[i].turn, self.facts[i], self.units[i].speaker
+        fallback = None
+        for j in reversed(self.earlier):
+            if self.facts[j].turn == turn or not ok(j):
+                continue
+            if not prefer_own or self.units[j].speaker == speaker or self.facts[j].owner in (f.subject, f.owner):
+                return j
+            fallback = j if fallback is None else fallback
+        return fallback
+
+    def _near(self, a: frozenset[str], b: frozenset[str]) -> bool:
+        return overlap(a, b) >= self.threshold
+
+    def _classed(self, j: int) -> bool:
+        r = self.readings[j]
+        return r is not None and r.cls is not None and not self.facts[j].say
+
+    def _same_owner(self, i: int, j: int) -> bool:
+        f, g = self.facts[i], self.facts[j]
+        return g.owner in (f.subject, f.owner) or g.subject == f.owner
+
+    def link(self, i: int) -> tuple[int, str] | None:
+        """(target unit, kind of the link: "end", "change" or "note") or None."""
+        f, r, u = self.facts[i], self.readings[i], self.units[i]
+        if f.say:
+            return None
+        ends = r is not None and r.kind == "end" and (f.cues.ends or f.cues.transfer or not _negated(u.relation))
+        if (f.cues.departure or ends) and f.own_words:  # "Mrs. X retired", "Northgate laid off forty of us"
+            j = self._latest(i, lambda j: self._held_by(i, j, departure=f.cues.departure))
+            if j is not None:
+                return j, "end"
+        if f.cues.change:
+            thing = _changed_thing(u, f)
+            if thing is None:
+                j = self._latest(i, lambda j: self._same_owner(i, j) and self._classed(j)
+                                 and self.readings[j].cls in ("plans", "schedule"))  # type: ignore[union-attr]
+            else:
+                j = self._latest(i, lambda j: self._near(thing, self.facts[j].mentions), prefer_own=True) \
+                    if thing else None
+            if j is not None:
+                return j, "change"
+        if ends:  # "I sold the Fiat" after "I drive a battered old Fiat"
+            thing = thing_words(u.object) if u.object.strip() else f.own_words
+            j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say
+                             and self._near(thing, self.facts[j].mentions)) if thing else None
+            if j is not None:
+                return j, "end"
+        if r is not None and r.cls == ROLE_CLASS and f.head and f.owner == f.subject:
+            role = self.table.subject_key(f"{u.subject}'s {f.head}")
+            j = self._latest(i, lambda j: self.facts[j].subject == role and self._classed(j))
+            if j is not None:
+                return j, "change"
+        alone = r is not None and (r.cls is None or (f.subject, r.cls) not in self.buckets)
+        if alone and (f.cues.now or f.cues.replaces) and f.values:
+            j = self._latest(i, lambda j: self.facts[j].subject in (f.subject, f.owner) and self._classed(j)
+                             and self._near(f.values, self.facts[j].values))
+            if j is not None:  # "I'm the museum's head ... now" restates the value; "I run X now" adds to it
+                return j, ("change" if r.light else "note")
+        return None
+
+    def _held_by(self, i: int, j: int, departure: bool) -> bool:
+        """j states a one-value state whose value names i's subject, of another subject: a role the subject
+        left ("his teacher is Mrs. X"), or, for an end verb of j's class, the employer that ended it."""
+        g, rj = self.facts[j], self.readings[j]
+        if not self._classed(j) or g.subject == self.facts[i].subject or not self._near(self.facts[i].own_words, g.values):
+            return False
+        assert rj is not None and rj.cls is not None
+        if departure:
+            return "'s " in g.subject and self.table.is_single(rj.cls)
+        ri = self.readings[i]
+        return ri is not None and ri.cls == rj.cls
+
+
+def _negated(relation: str) -> bool:
+    return relation.strip().lower().split()[:1] in (["not"], ["no"], ["never"])
