@@ -174,6 +174,24 @@ def check(url: str, loads: list[Load]) -> dict[str, int]:
     return dict(out)
 
 
+def stale_vectors(store: Path) -> list[str]:
+    """Embedding rows whose file no longer has their shape (what a kill between the file's rename and the
+    row's commit leaves; the store then encodes those texts again on the namespace's next use)."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{store / 'store.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT ns, kind, file, rows, dim FROM embeddings").fetchall()
+    finally:
+        db.close()
+    out = []
+    for ns, kind, file, n, dim in rows:
+        path = store / "embeddings" / file
+        if not path.exists() or np.load(path, mmap_mode="r").shape != (n, dim):
+            out.append(f"{ns}/{kind}")
+    return out
+
+
 def summary(load: Load, wall: float) -> dict:
     ops = len(load.lat["add"]) + len(load.lat["search"])
     return {"wall_s": round(wall, 1), "requests_ok": ops, "requests_per_s": round(ops / wall, 1),
@@ -204,6 +222,7 @@ def main() -> int:
         report["phase1"]["check"] = check(srv.url, [one])
         two = Load(srv.url, a.clients, a.add_share, "p2", a.seed + 1)
         report["phase2"] = summary(two, two.run(a.seconds, kill=srv, kill_after=a.kill_after))
+        report["stale_vectors_after_kill"] = stale_vectors(store)
         report["restart_s"] = round(srv.start(), 1)
         t0 = time.monotonic()
         with httpx.Client(base_url=srv.url, timeout=300) as http:  # first use of every namespace after the kill
