@@ -120,19 +120,40 @@ def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
                      + "|".join(sorted(WEEKDAYS)) + r")", low)
     recurring = bool(plural_time or every or span or _CLOCK_RANGE.search(low))
     timed = bool(_TIME_TARGET.search(low))
-    moved_to = bool(re.search(r"\b(?:to|back|forward)\b", low)) and bool(obj.strip()) and \
-        relation.strip().lower().split()[-1:] != ["to"]  # "moved our quiz nights to the Crown"
-    change = _verb_in(relation, words_of("change")) or ((timed or moved_to) and _verb_in(relation, words_of("retime")))
+    change = _verb_in(relation, words_of("change")) or (_verb_in(relation, words_of("retime"))
+                                                         and _retimed(relation, obj, low, timed, times))
     rel = relation.strip().lower()
     role_at = (rel == "be" or rel.endswith(" as")) and bool(
         re.match(r"(?:(?:a|an)\s+)?(?:[\w'’-]+\s+){1,6}?(?:at|for)\s+(?:the\s+)?[A-Z0-9]", obj.strip())) and (
         rel != "be" or obj.strip().lower().startswith(("a ", "an ")))
     ends = bool(re.search(r"\bno longer\b|\bnot\b.*\b(?:any ?more)\b|n't\b.*\b(?:any ?more)\b", low))
-    transfer = _verb_in(relation, words_of("transfer")) and bool(obj.strip()) and " to " in f" {low} "
+    transfer = _verb_in(relation, words_of("transfer")) and bool(obj.strip()) and bool(
+        re.search(r"\bto\s+(?:my|his|her|their|our|your|the|a|an)\s", low))  # not "give us strength to try"
     return Cues(replaces=_has_phrase(toks, words_of("replaces")),
                 now=_has_phrase(toks, words_of("now") - {"new"}) or new_word,
                 change=change, timed=timed, departure=_verb_in(relation, words_of("departure")),
                 recurring=recurring, role_at=role_at, ends=ends, transfer=transfer, times=times)
+
+
+def _is_time(phrase: str) -> bool:
+    """A phrase that names a time ("the second Thursday of the month", "September", "the 7th")."""
+    words = [t for t in tokens(phrase) if t[0].isalnum() and t not in STOPWORDS and not re.fullmatch(
+        r"\d{1,2}(?:st|nd|rd|th)?|first|second|third|fourth|last", t)]
+    when = WEEKDAYS | MONTHS | words_of("time") | words_of("date")
+    return bool(words) and any(f in when for f in forms(words[0])) or bool(re.fullmatch(
+        r"(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?(?:\s+of\s+\w+)?", phrase.strip().lower()))
+
+
+def _retimed(relation: str, obj: str, low: str, timed: bool, times: frozenset[str]) -> bool:
+    """A retiming verb ("move", "push") moves a state in time: "moved to the second Thursday" (its object a
+    time), "Spanish moved to Wednesdays" (no object: a time after "to"), "moved our quiz nights to the Crown
+    on Tuesdays" (an object, "to" and a time); "moved to Singapore in May" moves a home, not a time."""
+    if relation.strip().lower().split()[-1:] and relation.strip().lower().split()[-1] in ("to", "until", "till",
+                                                                                         "into", "for"):
+        return _is_time(obj)
+    if not obj.strip():
+        return timed
+    return timed or (bool(re.search(r"\b(?:to|until|till|back|forward)\b", low)) and bool(times))
 
 
 def thing_words(phrase: str) -> frozenset[str]:

@@ -79,17 +79,20 @@ def _changed_thing(u: AtomicUnit, f: Facts) -> frozenset[str] | None:
 
 
 class Linker:
-    """Finds the earlier unit a change links to; `add` each unit once it has been placed, in memory time."""
+    """Finds the earlier unit a change links to; `add` each unit after asking, in dialogue order."""
 
     def __init__(self, units: list[AtomicUnit], facts: list[Facts], readings: list[Reading | None],
-                 table: StateTable, threshold: float, buckets: dict[tuple[str, str], list[int]]):
+                 table: StateTable, threshold: float):
         self.units, self.facts, self.readings, self.table = units, facts, readings, table
         self.threshold = threshold
-        self.buckets = buckets  # the groups placed so far, by (subject, class)
-        self.earlier: list[int] = []  # units so far, in memory time
+        self.earlier: list[int] = []  # units so far, in dialogue order
+        self.classes: set[tuple[str, str]] = set()  # (subject, class) of the units so far
 
     def add(self, i: int) -> None:
         self.earlier.append(i)
+        r = self.readings[i]
+        if r is not None and r.cls is not None:
+            self.classes.add((self.facts[i].subject, r.cls))
 
     def _latest(self, i: int, ok: Callable[[int], bool], prefer_own: bool = False) -> int | None:
         """The latest earlier unit, outside i's turn, for which `ok` holds; with `prefer_own`, one said by
@@ -106,6 +109,12 @@ class Linker:
 
     def _near(self, a: frozenset[str], b: frozenset[str]) -> bool:
         return overlap(a, b) >= self.threshold
+
+    @staticmethod
+    def _names(thing: frozenset[str], mentions: frozenset[str]) -> bool:
+        """Most of the thing's words are among the unit's mentions ("the Porto visit" in "to visit my
+        grandparents in Porto"; one shared word of two is not enough)."""
+        return bool(thing) and 2 * len(thing & mentions) > len(thing)
 
     def _classed(self, j: int) -> bool:
         r = self.readings[j]
@@ -131,14 +140,14 @@ class Linker:
                 j = self._latest(i, lambda j: self._same_owner(i, j) and self._classed(j)
                                  and self.readings[j].cls in ("plans", "schedule"))  # type: ignore[union-attr]
             else:
-                j = self._latest(i, lambda j: self._near(thing, self.facts[j].mentions), prefer_own=True) \
+                j = self._latest(i, lambda j: self._names(thing, self.facts[j].mentions), prefer_own=True) \
                     if thing else None
             if j is not None:
                 return j, "change"
         if ends:  # "I sold the Fiat" after "I drive a battered old Fiat"
             thing = thing_words(u.object) if u.object.strip() else f.own_words
             j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say
-                             and self._near(thing, self.facts[j].mentions)) if thing else None
+                             and self._names(thing, self.facts[j].mentions)) if thing else None
             if j is not None:
                 return j, "end"
         if r is not None and r.cls == ROLE_CLASS and f.head and f.owner == f.subject:
@@ -146,7 +155,7 @@ class Linker:
             j = self._latest(i, lambda j: self.facts[j].subject == role and self._classed(j))
             if j is not None:
                 return j, "change"
-        alone = r is not None and (r.cls is None or (f.subject, r.cls) not in self.buckets)
+        alone = r is not None and (r.cls is None or (f.subject, r.cls) not in self.classes)
         if alone and (f.cues.now or f.cues.replaces) and f.values:
             j = self._latest(i, lambda j: self.facts[j].subject in (f.subject, f.owner) and self._classed(j)
                              and self._near(f.values, self.facts[j].values))

@@ -159,11 +159,16 @@ def _borrowed_key(i: int, earlier: list[tuple[int, str]], words: list[frozenset[
     return None
 
 
+def said_key(u: AtomicUnit, position: int) -> tuple[str, int]:
+    """Dialogue order: a change is told after the state it changes, whatever times the two are about."""
+    return ((u.utterance_time or "9999")[:10], position)
+
+
 def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None) -> list[Group]:
     """Groups of >= `min_size` units (members in memory-time order), in a canonical order.
 
-    Each unit in memory time: linked to the earlier state it changes when it names it across subjects
-    or classes (construct/state_links.py), else placed by its own subject and class."""
+    A unit that names the earlier state it changes across subjects or classes (construct/state_links.py,
+    in dialogue order) joins that state's trace; every other unit is placed by its subject and class."""
     table = table or StateTable.default()
     speakers = speakers_of(units)
     facts = [read_facts(u, table, speakers) for u in units]
@@ -171,27 +176,19 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
     readings: list[Reading | None] = [
         refine(table.read(u.relation, object_text(u), u.subject), u, f.cues, w, table)
         if traceable(u, table, speakers) else None for u, f, w in zip(units, facts, words)]
-    buckets: dict[tuple[str, str], list[int]] = {}
-    linker = Linker(units, facts, readings, table, cfg.update_threshold, buckets)
+    linker = Linker(units, facts, readings, table, cfg.update_threshold)
+    links: dict[int, tuple[int, str]] = {}  # unit -> (the earlier unit whose state it changes, its kind)
+    for i in sorted(range(len(units)), key=lambda i: said_key(units[i], i)):
+        got = linker.link(i)
+        if got is not None:
+            links[i] = got
+        linker.add(i)
     group_of: dict[int, tuple[str, str]] = {}
     kinds = {i: r.kind for i, r in enumerate(readings) if r is not None}
-    links: dict[int, int] = {}
     earlier: dict[str, list[tuple[int, str]]] = {}  # subject -> (unit, group key) so far, in memory time
     for i in sorted(range(len(units)), key=lambda i: memory_time_key(units[i], i)):
-        got = linker.link(i)
-        linker.add(i)
-        if got is not None:
-            j, kinds[i] = got
-            if j not in group_of:
-                group_of[j] = (facts[j].subject, _linked_key(readings[j], facts[j].cues, facts[i].cues))
-                buckets.setdefault(group_of[j], []).append(j)
-                kinds.setdefault(j, "state")
-            group_of[i] = group_of[j]
-            buckets[group_of[i]].append(i)
-            links[i] = j
-            continue
         r = readings[i]
-        if r is None:
+        if r is None or i in links:
             continue
         subj = facts[i].subject
         key = r.cls
@@ -199,20 +196,32 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
             key = _borrowed_key(i, earlier.get(subj, []), words, cfg.update_threshold)
         if key is None and r.light:
             continue
-        key = key or EVENT + r.lemma
-        group_of[i] = (subj, key)
-        buckets.setdefault((subj, key), []).append(i)
-        earlier.setdefault(subj, []).append((i, key))
+        group_of[i] = (subj, key or EVENT + r.lemma)
+        earlier.setdefault(subj, []).append((i, group_of[i][1]))
+    for i in sorted(links, key=lambda i: said_key(units[i], i)):  # a target is said first: placed first
+        j, kinds[i] = links[i]
+        if j not in group_of:
+            group_of[j] = (facts[j].subject, _linked_key(readings[j], facts[j].cues, facts[i].cues))
+            kinds.setdefault(j, "state")
+        group_of[i] = group_of[j]
+    order = {i: memory_time_key(units[i], i) for i in group_of}
+    for i in sorted(links, key=lambda i: said_key(units[i], i)):  # a change comes after what it changes
+        j = links[i][0]
+        if order[i] < order[j]:
+            order[i] = (order[j][0], i)
+    buckets: dict[tuple[str, str], list[int]] = {}
+    for i in sorted(group_of, key=order.__getitem__):
+        buckets.setdefault(group_of[i], []).append(i)
+    targets = {i: j for i, (j, _) in links.items()}
     groups: list[Group] = []
     for (subj, key), members in buckets.items():
-        members.sort(key=lambda m: memory_time_key(units[m], m))  # a linked target may join late
-        parts = _word_components(members, words, links) if key.startswith(EVENT) else [members]
+        parts = _word_components(members, words, targets) if key.startswith(EVENT) else [members]
         for part in parts:
             for s in range(0, len(part), cfg.max_size):
                 chunk = part[s:s + cfg.max_size]
                 if len(chunk) >= cfg.min_size:
                     groups.append(Group(subj, key, chunk, [kinds[m] for m in chunk],
-                                        tuple((m, links[m]) for m in chunk if links.get(m) in chunk)))
+                                        tuple((m, targets[m]) for m in chunk if targets.get(m) in chunk)))
     groups.sort(key=lambda g: (memory_time(units[g.members[0]]), g.subject, g.key, units[g.members[0]].id))
     return groups
 
