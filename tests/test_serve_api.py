@@ -78,6 +78,9 @@ def test_messages_append_are_idempotent_by_id_and_sessions_can_be_forgotten(serv
         cat = next(it for it in wm["items"] if "Miso" in it["text"])
         assert cat["unit_id"] in [u["id"] for u in mem.history(cat["unit_id"])]
         assert "alice-2" in mem.namespaces() and mem.version()["api"] == "v1"
+        with server.client() as anon:  # the API's own description needs no key
+            assert anon.get("/docs").status_code == 200
+            assert "/v1/memories/{namespace}/search" in anon.get("/openapi.json").json()["paths"]
         assert mem.forget("alice-2", session_id="chat1")["remaining_turns"] == 1
         assert "Miso" not in str(mem.messages("alice-2"))
         assert mem.forget("alice-2")["forgotten"] == "namespace"

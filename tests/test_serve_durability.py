@@ -39,7 +39,7 @@ def _writer(url: str, w: int, acked: list[str], stop: threading.Event) -> None:
 
 def _big_add(url: str) -> None:
     msgs = [{"speaker": "Ann" if i % 2 else "Ben", "text": f"On day {i} I walked {i + 3} miles by the river."}
-            for i in range(300)]
+            for i in range(120)]
     try:
         httpx.post(f"{url}/v1/memories/big/messages", json={"session_id": "long", "messages": msgs}, timeout=120)
     except httpx.HTTPError:
@@ -72,7 +72,7 @@ def test_kill_9_during_writes_loses_no_acknowledged_message(tmp_path, monkeypatc
     from qgmem.store import MemoryStore
 
     store = tmp_path / "store"
-    srv = Server(store, write_config(tmp_path / "serve.yaml", limits={"max_messages": 300}), answer="ok").spawn()
+    srv = Server(store, write_config(tmp_path / "serve.yaml", limits={"max_messages": 120}), answer="ok").spawn()
     warm_imports()
     srv.wait()
     acked: list[list[str]] = [[] for _ in range(WRITERS)]

@@ -49,6 +49,15 @@ def test_answer_through_an_openai_compatible_server_equals_the_pipeline(tmp_path
     assert served["messages"] == direct["messages"]  # the server sent the pipeline's own prompt
 
 
+def test_a_failing_answer_backend_is_502_and_search_still_works(tmp_path, tiny_conversation):
+    with OpenAIServer(lambda req: (500, {"error": {"message": "model overloaded"}})) as llm_srv, \
+            InProcessServer(tmp_path / "store", llm=_openai(llm_srv)) as srv, srv.client() as http:
+        http.post("/v1/memories/c1/messages", json={"sessions": sessions_json(tiny_conversation)})
+        r = http.post("/v1/memories/c1/answer", json={"question": Q})
+        assert r.status_code == 502 and "answer backend" in r.json()["detail"]
+        assert http.post("/v1/memories/c1/search", json={"question": Q}).status_code == 200
+
+
 def test_busy_namespace_or_full_server_is_503_with_retry_after_and_writes_nothing(tmp_path, tiny_conversation):
     limits = {"max_in_flight": 3, "lock_timeout_s": 0.5, "retry_after_s": 2}
     release = threading.Event()  # the LLM answers only when the test says so: the answers stay in flight till then
