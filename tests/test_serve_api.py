@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("fastapi")
-pytest.importorskip("mcp")
-
-from qgmem.client import MemoryClient, MemoryServerError  # noqa: E402
-from qgmem.serve.errors import FORBIDDEN  # noqa: E402
-from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder  # noqa: E402
-from serve_helpers import KEYS, Server, items_of, pipeline, sessions_json, write_config, write_keys  # noqa: E402
+from qgmem.client import MemoryClient, MemoryServerError
+from qgmem.serve.errors import FORBIDDEN
+from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder
+from serve_helpers import KEYS, Server, items_of, pipeline, sessions_json, write_config, write_keys
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 A, B = KEYS["alice"], KEYS["bob"]

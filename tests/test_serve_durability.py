@@ -10,10 +10,8 @@ import time
 import httpx
 import pytest
 
-pytest.importorskip("fastapi")
-
-from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder  # noqa: E402
-from serve_helpers import (InProcessServer, Server, items_of, pipeline, wait_for, warm_imports,  # noqa: E402
+from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder
+from serve_helpers import (InProcessServer, Server, items_of, pipeline, wait_for, warm_imports,
                            write_config)
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -11,11 +11,9 @@ import time
 
 import pytest
 
-pytest.importorskip("fastapi")
-
-from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder  # noqa: E402
-from qgmem.testing.openai_server import OpenAIServer  # noqa: E402
-from serve_helpers import (ROOT, InProcessServer, env, items_of, pipeline, sessions_json, store_snapshot,  # noqa: E402
+from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder
+from qgmem.testing.openai_server import OpenAIServer
+from serve_helpers import (ROOT, InProcessServer, env, items_of, pipeline, sessions_json, store_snapshot,
                            wait_for)
 
 pytestmark = pytest.mark.usefixtures("one_thread")

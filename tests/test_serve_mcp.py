@@ -7,11 +7,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("mcp")
-
-from qgmem.serve.errors import FORBIDDEN  # noqa: E402
-from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder  # noqa: E402
-from serve_helpers import KEYS, ROOT, env, items_of, launch_args, pipeline, write_config, write_keys  # noqa: E402
+from qgmem.serve.errors import FORBIDDEN
+from qgmem.testing.hash_embedder import HashEmbedder, patch_embedder
+from serve_helpers import KEYS, ROOT, env, items_of, launch_args, pipeline, write_config, write_keys
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 Q = "Where does Alice work now?"
