@@ -216,3 +216,20 @@ def test_a_graph_token_checkpoint_answers_as_the_pipeline_does(tmp_path, tiny_co
     with MemoryPipeline.from_pretrained(tmp_path / "ck", store_dir=tmp_path / "store", max_new_tokens=6) as pipe:
         want = pipe.answer(Q, namespace="c1")
     assert got["raw"] == want.raw and items_of(got) == items_of(want.working_memory) and len(got["items"]) <= 4
+
+
+def test_a_namespace_forgotten_by_another_process_is_404_naming_no_other_namespace(tmp_path):
+    from qgmem.construct.forget import forget
+    from qgmem.serve.tenants import parse_env_keys
+    from qgmem.store import MemoryStore
+
+    keys = parse_env_keys("key-of-team-a=a-*;key-of-team-b=b-*")
+    with InProcessServer(tmp_path / "store", keys=keys) as srv, srv.client("key-of-team-a") as a, \
+            srv.client("key-of-team-b") as b:
+        a.post("/v1/memories/a-1/messages", json={"messages": [{"speaker": "Ann", "text": "I play the oboe."}]})
+        b.post("/v1/memories/b-secret/messages", json={"messages": [{"speaker": "Ben", "text": "I hide gold."}]})
+        assert a.post("/v1/memories/a-1/search", json={"question": "What do I play?"}).status_code == 200
+        with MemoryStore(tmp_path / "store") as st:  # `qgmem forget` while the server runs
+            forget(st, "a-1")
+        r = a.post("/v1/memories/a-1/search", json={"question": "What do I play?"})
+        assert r.status_code == 404 and "b-secret" not in r.text and "oboe" not in r.text

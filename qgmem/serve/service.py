@@ -73,13 +73,13 @@ class MemoryService:
         """The refusal an exception from the pipeline stands for."""
         if isinstance(e, ServeError):
             return e
-        if isinstance(e, StoreBusy):
-            return ServeError(409, f"namespace {ns!r} is being rebuilt by another process ({e}); retry when it is done",
-                              "namespace")
+        if isinstance(e, StoreBusy):  # its message names the store's path and the PID: not the client's business
+            return ServeError(409, f"namespace {ns!r}: the store is being rebuilt by another process; retry when it "
+                              "is done", "namespace")
         if isinstance(e, MemoryIncomplete):
             return ServeError(409, str(e), "namespace")
-        if isinstance(e, KeyError):
-            return ServeError(404, str(e.args[0] if e.args else e))
+        if isinstance(e, KeyError):  # the pipeline's message lists the store's namespaces: other tenants'
+            return ServeError(404, f"namespace {ns!r} holds no memories", "namespace")
         if isinstance(e, LLMError):
             return ServeError(502, f"the answer backend failed: {' '.join(str(e).split())[:300]}")
         if isinstance(e, (UserError, ValueError)):
