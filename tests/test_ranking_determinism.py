@@ -109,3 +109,25 @@ def test_top_k_is_score_then_position_and_a_prefix_of_any_larger_k():
     assert top_k(np.zeros(0), 3).tolist() == [] and top_k(np.ones(3), 0).tolist() == []
     m = np.round(rng.random((3, 200)), 1)
     assert top_k_rows(m, 7).tolist() == [np.lexsort((np.arange(200), -row))[:7].tolist() for row in m]
+
+
+def test_a_query_vector_does_not_depend_on_what_was_asked_before(monkeypatch):
+    """Batched encoding moves a text's vector with its companions (padding, kernel shapes); the query cache
+    must not let the order of questions decide which companions a text had."""
+    from collections import OrderedDict
+
+    from qgmem.retrieve import qcache
+
+    class BatchSensitive:  # stands in for a transformer: the vector moves with the batch it was encoded in
+        name = "batch-sensitive"
+
+        def encode(self, texts):
+            return np.asarray([[len(t), len(texts)] for t in texts], dtype=np.float32)
+
+    emb = BatchSensitive()
+    monkeypatch.setattr(qcache, "_CACHE", OrderedDict())
+    first, _ = qcache.encode_queries(emb, ["Where does Ann work?", "Ann", "Paris"])
+    monkeypatch.setattr(qcache, "_CACHE", OrderedDict())
+    qcache.encode_queries(emb, ["Who is Ben?", "Ben"])
+    later, _ = qcache.encode_queries(emb, ["Where does Ann work?", "Ann", "Paris"])
+    assert np.array_equal(first, later)
