@@ -128,6 +128,6 @@ def test_a_query_vector_does_not_depend_on_what_was_asked_before(monkeypatch):
     monkeypatch.setattr(qcache, "_CACHE", OrderedDict())
     first, _ = qcache.encode_queries(emb, ["Where does Ann work?", "Ann", "Paris"])
     monkeypatch.setattr(qcache, "_CACHE", OrderedDict())
-    qcache.encode_queries(emb, ["Who is Ben?", "Ben"])
+    qcache.encode_queries(emb, ["Who is Ann?", "Ann"])  # "Ann" first met in another batch
     later, _ = qcache.encode_queries(emb, ["Where does Ann work?", "Ann", "Paris"])
     assert np.array_equal(first, later)
