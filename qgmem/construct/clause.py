@@ -8,7 +8,8 @@ past/-ing verb whose subject is the elided speaker ("Went to the beach yesterday
 Relation: the verb's lemma, with its particle ("give up", "give away") or the preposition that
 governs its object ("work at", "move to"); "be" for a copula; "be <participle>" for a passive; "not "
 in front when negated. Auxiliaries are skipped, and "going to <verb>" reads the inner verb. After a
-framing verb ("I think ...", qgmem/words/framing_verbs.txt) or adjective ("I'm afraid ...") the fact is
+framing verb ("I think ...", qgmem/words/framing_verbs.txt), a reporting verb ("Your sister told me you
+...", "I heard you ...", qgmem/words/reporting_verbs.txt) or adjective ("I'm afraid ...") the fact is
 read from the complement clause; of several clauses ("I quit the class, it clashed with my job") the
 one about the speaker wins.
 """
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from spacy.tokens import Span, Token
 
 FRAMING_VERBS = load_words("framing_verbs")
+REPORTING_VERBS = load_words("reporting_verbs")
 ENTITY_LABELS = {"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "NORP", "LANGUAGE"}
 PLACE_LABELS = ("GPE", "LOC", "FAC")
 SUBJECT_DEPS = ("nsubj", "nsubjpass", "csubj", "csubjpass", "expl")
@@ -129,7 +131,8 @@ def predicate(sent: Span) -> tuple[Token, bool] | None:
     """
     root = sent.root
     cands = clauses(sent)
-    if root in cands and root.lemma_.lower() in FRAMING_VERBS and _about(_subject(root)) == 0:
+    lemma = root.lemma_.lower()
+    if root in cands and (lemma in REPORTING_VERBS or (lemma in FRAMING_VERBS and _about(_subject(root)) == 0)):
         comp = next((c for c in root.children if c.dep_ == "ccomp" and _subject(c) is not None), None)
         if comp is not None:
             return comp, False

@@ -74,6 +74,15 @@ def _has_phrase(toks: list[str], phrases: frozenset[str]) -> bool:
     return any(f" {p} " in line for p in phrases)
 
 
+def _tells(toks: list[str], phrases: frozenset[str]) -> bool:
+    """Some word of the sentence, in a base form, starts one of `phrases` that the next words complete."""
+    for k, t in enumerate(toks):
+        for f in forms(t):
+            if f in phrases or any(f"{f} {' '.join(toks[k + 1:k + n])}" in phrases for n in (2, 3)):
+                return True
+    return False
+
+
 def _verb_in(relation: str, phrases: frozenset[str]) -> bool:
     """The relation (without a leading negation, "be" or "get") is one of `phrases` in any inflection:
     as a verb and particle ("hand over"), or as a bare verb unless a particle changes its sense ("move
@@ -96,6 +105,7 @@ class Cues:
     change: bool  # a change verb, or a retiming verb with a time after it ("moved X to Thursdays")
     timed: bool  # a time follows the verb ("to Thursdays", "back to May"): the change is a schedule or plan
     departure: bool  # the subject left a role or place ("retired", "moved away", "stepped down")
+    told_departure: bool  # the sentence tells of a departure, in any clause ("Dr. X retired, so we see ...")
     recurring: bool  # a recurring time: the claim states a schedule
     role_at: bool  # "a line cook at Saffron Row", "started as content lead at X": a role at an organisation
     ends: bool  # "no longer", "not ... any more": the relation's own state ended
@@ -132,6 +142,7 @@ def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
     return Cues(replaces=_has_phrase(toks, words_of("replaces")),
                 now=_has_phrase(toks, words_of("now") - {"new"}) or new_word,
                 change=change, timed=timed, departure=_verb_in(relation, words_of("departure")),
+                told_departure=_tells(toks, words_of("departure")),
                 recurring=recurring, role_at=role_at, ends=ends, transfer=transfer, times=times)
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from qgmem.construct.state_cues import Cues, read_cues, thing_words
-from qgmem.construct.state_table import Reading, StateTable, forms, overlap
+from qgmem.construct.state_cues import Cues, read_cues, sentence, thing_words
+from qgmem.construct.state_table import LIGHT, Reading, StateTable, forms, overlap
 from qgmem.types import AtomicUnit
 from qgmem.words import load_table
 
@@ -43,6 +43,8 @@ class Facts:
     head: str | None  # the head word of the object
     turn: str
     say: bool  # a whole-turn unit (relation "say"): a target only, never a source
+    light: bool  # a light verb or copula ("be", "have"): the claim restates what the subject is or has
+    said: frozenset[str]  # thing words of the whole sentence
 
 
 def read_facts(u: AtomicUnit, table: StateTable, speakers: frozenset[str]) -> Facts:
@@ -56,7 +58,13 @@ def read_facts(u: AtomicUnit, table: StateTable, speakers: frozenset[str]) -> Fa
     return Facts(subject=subject, owner=owner, own_words=own,
                  values=table.object_words(u.object) | possessed, mentions=mentions,
                  cues=read_cues(u.text, u.speaker, u.relation, u.object),
-                 head=table.head_word(u.object), turn=u.first_turn, say=say)
+                 head=table.head_word(u.object), turn=u.first_turn, say=say, light=_light(u.relation, table),
+                 said=thing_words(sentence(u.text, u.speaker)))
+
+
+def _light(relation: str, table: StateTable) -> bool:
+    e = table.relation(relation)[1]
+    return e is not None and e.cls == LIGHT
 
 
 def _person_head(subject: str, table: StateTable) -> bool:
@@ -134,6 +142,10 @@ class Linker:
             j = self._latest(i, lambda j: self._held_by(i, j, departure=f.cues.departure))
             if j is not None:
                 return j, "end"
+        if f.cues.told_departure and not f.cues.departure:  # "Dr. Weiland retired, so we see Dr. Oyelaran"
+            j = self._latest(i, lambda j: self._role(j) and self._names(self.facts[j].values, f.said))
+            if j is not None:
+                return j, "change"
         if f.cues.change:
             thing = _changed_thing(u, f)
             if thing is None:
@@ -160,8 +172,13 @@ class Linker:
             j = self._latest(i, lambda j: self.facts[j].subject in (f.subject, f.owner) and self._classed(j)
                              and self._near(f.values, self.facts[j].values))
             if j is not None:  # "I'm the museum's head ... now" restates the value; "I run X now" adds to it
-                return j, ("change" if r.light else "note")
+                return j, ("change" if f.light else "note")
         return None
+
+    def _role(self, j: int) -> bool:
+        """j states who holds a role for someone ("his teacher is Mrs. Albright")."""
+        rj = self.readings[j]
+        return self._classed(j) and "'s " in self.facts[j].subject and self.table.is_single(rj.cls)  # type: ignore
 
     def _held_by(self, i: int, j: int, departure: bool) -> bool:
         """j states a one-value state whose value names i's subject, of another subject: a role the subject
@@ -171,7 +188,7 @@ class Linker:
             return False
         assert rj is not None and rj.cls is not None
         if departure:
-            return "'s " in g.subject and self.table.is_single(rj.cls)
+            return self._role(j)
         ri = self.readings[i]
         return ri is not None and ri.cls == rj.cls
 
