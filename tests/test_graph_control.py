@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from qgmem.testing.hash_embedder import HashEmbedder
-from qgmem.training.control_eval import CONDITIONS, comparisons, condition_sets, exact_match
+from qgmem.training.control_eval import CONDITIONS, comparisons, condition_sets, exact_match, names_answer
 from qgmem.training.graph_control import (
     SPLITS,
     ControlConfig,
@@ -126,6 +126,9 @@ def test_exact_match_and_paired_comparisons() -> None:
     assert exact_match("Answer: the Bakery.", "bakery") == 1.0
     assert exact_match("Answer: Oslo", "Paris") == 0.0
     assert exact_match("Tavo lives in Oslo", "Oslo") == 0.0  # a sentence is not the short answer
+    assert names_answer("Tavo lives in Oslo.", "Oslo", "Paris") == 1.0  # ... but it names the answer
+    assert names_answer("Tavo lived in Paris, now Oslo", "Oslo", "Paris") == 0.0  # both states: no choice made
+    assert names_answer("Tavo lives in Osloville", "Oslo", "Paris") == 0.0  # whole words only
     res = {"graph only": {"per_example": [1.0] * 30}, "shuffled graph only": {"per_example": [0.0] * 30}}
     d = comparisons(res, seed=0)["graph only - shuffled graph only"]
     assert d["mean"] == d["low"] == d["high"] == 1.0

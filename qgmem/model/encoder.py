@@ -314,9 +314,10 @@ class GraphTokenEncoder(nn.Module):
             got = "none" if questions is None else len(questions)
             raise ValueError(f"query pooling needs one question per graph: {batch.num_graphs} graphs, {got} questions")
         q_tok, q_mask = self.words.token_sets([str(q) for q in questions], dev)
-        n_match = question_match(n_tok, n_mask, q_tok[vec], q_mask[vec])
+        c = self.words.center().to(dev)
+        n_match = question_match(n_tok - c, n_mask, q_tok[vec] - c, q_mask[vec])
         e_graph = vec[ei[0]]
-        r_match = question_match(r_tok, r_mask, q_tok[e_graph], q_mask[e_graph])
+        r_match = question_match(r_tok - c, r_mask, q_tok[e_graph] - c, q_mask[e_graph])
         src, dst = ei
         return n_mean, r_mean, EdgeWords(subject=n_mean[src], relation=r_mean, object=n_mean[dst],
                                          match=torch.stack([n_match[src], r_match, n_match[dst]], dim=-1),

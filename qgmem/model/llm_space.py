@@ -29,6 +29,7 @@ class LLMTextEmbedder:
         self.tokenizer = tokenizer
         self._weight = [weight]  # a list, so a module holding this never registers or casts the LLM's matrix
         self._ids: dict[str, list[int]] = {}
+        self._center: Tensor | None = None
 
     @property
     def weight(self) -> Tensor:
@@ -37,6 +38,14 @@ class LLMTextEmbedder:
     @property
     def dim(self) -> int:
         return int(self.weight.size(-1))
+
+    def center(self) -> Tensor:
+        """``[H]``: the mean of the vocabulary's input embeddings. Input embeddings share a large common
+        direction (in SmolLM2 two unrelated words have cosine ~0.5), so similarities are taken after
+        subtracting it: unrelated words then score ~0, a word and itself 1."""
+        if self._center is None:
+            self._center = self.weight.detach().float().mean(0)
+        return self._center
 
     def ids(self, text: str) -> list[int]:
         """Token ids of `text` as it reads after a space inside a sentence (no special tokens)."""

@@ -8,14 +8,20 @@ edges (one per working-memory unit: subject state, object state, relation featur
 - a bilinear term between the question (the mean of the LLM's embeddings of its tokens) and the edge,
 - how well the edge's words are named in the question, per part (subject, relation, object): for each
   token of the part, its best cosine with a question token, averaged over the part's tokens, in the
-  LLM's input-embedding space (so a name never seen in training still matches itself),
+  LLM's input-embedding space with the vocabulary's mean removed (so a name never seen in training
+  still matches itself, and unrelated words score ~0),
 - the edge's rank and time features (which of two states of a trace is the current one).
 
-A token is the projector of its attended edge states; with ``residual=True`` it is also, directly, the
+The bilinear term enters through a learned gate that starts at 0 (under Adam a wide layer's output moves
+by ~lr x its width per step, which would scramble the attention in the first steps), so at
+initialisation the attention follows the question-match and time scores.
+
+A token is the projector of its attended edge states; with ``residual=True`` it is, first of all, the
 attended edge's own words as LLM input embeddings (each token a learned mix of subject, relation and
 object, initialised to read as the triple: K=1 the object, K=2 subject and object, K>=3 subject,
-relation, object, repeating), and the projector's last layer starts at zero, so at initialisation a
-token that attends to one edge *is* that edge's words to the LLM and training learns a correction.
+relation, object, repeating), plus the projector's output through a gate that starts at 0: at
+initialisation a token that attends to one edge *is* that edge's words to the LLM, and training learns
+how much correction (answer format, context) to add.
 """
 
 from __future__ import annotations
@@ -27,7 +33,11 @@ from torch import Tensor, nn
 from torch_geometric.utils import softmax as segment_softmax
 
 PART_INIT = 4.0  # logit of a token's initial part (softmax weight ~0.96 over three parts)
-MATCH_INIT = 4.0  # initial weight of each part's question-match score
+MATCH_INIT = 8.0  # initial weight of the subject's and the relation's question-match score
+# (the object's starts at 0: it is what a question asks for, so its words are rarely in the question)
+# The rank/time weights are few and must move by several logits within tens of optimizer steps (which of two
+# states is current); they enter the score scaled by this, which under Adam is their learning rate times it.
+EXTRA_SCALE = 20.0
 
 
 @dataclass
@@ -73,14 +83,14 @@ class QueryPool(nn.Module):
         self.q = nn.Linear(llm_hidden, tokens * d)
         self.query = nn.Parameter(torch.zeros(tokens, d))
         self.key = nn.Linear(3 * hidden, d)
-        self.match_w = nn.Parameter(torch.full((tokens, 3), MATCH_INIT))
+        self.match_w = nn.Parameter(torch.tensor([[MATCH_INIT, MATCH_INIT, 0.0]] * tokens))
         self.time_w = nn.Parameter(torch.zeros(tokens, max(extras, 1)))
+        self.bilinear_gate = nn.Parameter(torch.zeros(tokens))
         self.net = nn.Sequential(nn.Linear(3 * hidden, projector_hidden), nn.GELU(),
                                  nn.Linear(projector_hidden, llm_hidden))
         self.empty = nn.Parameter(torch.zeros(tokens, llm_hidden))  # tokens of a graph without edges
         if self.residual:
-            nn.init.zeros_(self.net[2].weight)
-            nn.init.zeros_(self.net[2].bias)
+            self.net_gate = nn.Parameter(torch.zeros(tokens))
             logits = torch.zeros(tokens, 3)
             for k, p in enumerate(part_pattern(tokens)):
                 logits[k, p] = PART_INIT
@@ -98,10 +108,10 @@ class QueryPool(nn.Module):
         graph = batch[src]
         c = torch.cat([h[src], h[dst], self.rel(edge_in)], dim=-1)  # [E, 3h]
         q = (self.q(words.question).view(num_graphs, self.tokens, self.d) + self.query)[graph]  # [E, K, d]
-        score = (q * self.key(c).unsqueeze(1)).sum(-1) / self.d ** 0.5
+        score = self.bilinear_gate * (q * self.key(c).unsqueeze(1)).sum(-1) / self.d ** 0.5
         score = score + words.match @ self.match_w.T
         if self.extras:
-            score = score + edge_in[:, -self.extras:] @ self.time_w.T
+            score = score + EXTRA_SCALE * (edge_in[:, -self.extras:] @ self.time_w.T)
         alpha = segment_softmax(score, graph, num_nodes=num_graphs)  # [E, K], sums to 1 per graph and token
         pooled = torch.zeros(num_graphs, self.tokens, c.size(-1), dtype=c.dtype, device=c.device)
         pooled.index_add_(0, graph, alpha.unsqueeze(-1) * c.unsqueeze(1))
@@ -111,6 +121,6 @@ class QueryPool(nn.Module):
             mix = torch.einsum("kp,eph->ekh", self.parts.softmax(-1), parts)  # [E, K, H]
             said = torch.zeros(num_graphs, self.tokens, llm_hidden, dtype=c.dtype, device=c.device)
             said.index_add_(0, graph, alpha.unsqueeze(-1) * mix)
-            tokens = tokens + self.gain.view(1, -1, 1) * said
+            tokens = self.net_gate.view(1, -1, 1) * tokens + self.gain.view(1, -1, 1) * said
         has_edges = (torch.bincount(graph, minlength=num_graphs)[:num_graphs] > 0).view(-1, 1, 1)
         return torch.where(has_edges, tokens, out), alpha

@@ -12,7 +12,9 @@ Conditions, all on the same questions:
 Conditions without a graph token do not depend on the encoder (the LLM is frozen and the prompt is
 the same), so a run scores them once for every design (`score_conditions(..., known=...)`).
 Exact match: the reply's answer (`qgmem.answer.parse_answer`) equals the gold after SQuAD
-normalisation (case, punctuation, articles); greedy decoding.
+normalisation (case, punctuation, articles); greedy decoding. Beside it, "names the answer": the reply
+contains the gold value as a word and not the other (superseded) state, whatever its format, so that a
+frozen LLM that answers in a sentence ("Tavo lives in Oslo") is scored on content, not on format.
 """
 
 from __future__ import annotations
@@ -62,6 +64,12 @@ def shuffled_across(examples: list[ControlExample], forms: list[Any], seed: int)
     return out
 
 
+def names_answer(output: str, gold: str, other: str) -> float:
+    """1.0 when the reply names `gold` (as whole words) and not `other`, else 0.0."""
+    said = f" {normalize_squad(output)} "
+    return float(f" {normalize_squad(gold)} " in said and f" {normalize_squad(other)} " not in said)
+
+
 def condition_sets(examples: list[ControlExample], seed: int, names: tuple[str, ...] = CONDITIONS
                    ) -> dict[str, tuple[bool, list[Any]]]:
     """Condition -> (use the graph token, the `GraphExample`s to score), for the conditions in `names`."""
@@ -88,7 +96,8 @@ def generate_all(model: Any, examples: list[Any], collator: Any, batch_size: int
 def score_conditions(model: Any, examples: list[ControlExample], collator: Any, *, seed: int, batch_size: int,
                      max_new_tokens: int, names: tuple[str, ...] = CONDITIONS,
                      known: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-    """Per condition: exact match (mean), per-example scores and replies; conditions in `known` are copied."""
+    """Per condition: exact match and "names the answer" (means and per example) and the replies;
+    conditions in `known` are copied."""
     golds = [ex.answer for ex in examples]
     res: dict[str, dict[str, Any]] = {}
     model.eval()
@@ -102,16 +111,23 @@ def score_conditions(model: Any, examples: list[ControlExample], collator: Any, 
         finally:
             model.use_graph = True
         em = [exact_match(r, g) for r, g in zip(replies, golds)]
-        res[name] = {"em": sum(em) / len(em) if em else float("nan"), "per_example": em, "replies": replies}
+        named = [names_answer(r, ex.answer, ex.old) for r, ex in zip(replies, examples)]
+        res[name] = {"em": _mean(em), "per_example": em, "named": _mean(named), "named_per_example": named,
+                     "replies": replies}
     return res
 
 
-def comparisons(res: dict[str, dict[str, Any]], seed: int) -> dict[str, dict[str, float]]:
-    """``"A - B"`` -> mean and paired bootstrap 95% interval of EM(A) - EM(B) over the same questions."""
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def comparisons(res: dict[str, dict[str, Any]], seed: int, key: str = "per_example") -> dict[str, dict[str, float]]:
+    """``"A - B"`` -> mean and paired bootstrap 95% interval of score(A) - score(B) over the same questions
+    (`key`: "per_example" = exact match, "named_per_example" = names the answer)."""
     out = {}
     for a, b in COMPARISONS:
         if a in res and b in res:
-            diff = [x - y for x, y in zip(res[a]["per_example"], res[b]["per_example"])]
+            diff = [x - y for x, y in zip(res[a][key], res[b][key])]
             out[f"{a} - {b}"] = bootstrap_ci(diff, seed=seed).as_dict()
     return out
 
@@ -149,4 +165,4 @@ def token_diagnostics(model: Any, examples: list[ControlExample], collator: Any,
 
 def without_replies(res: dict[str, dict[str, Any]], keep: int = 5) -> dict[str, dict[str, Any]]:
     """The scores with only the first `keep` replies of each condition (what a summary stores)."""
-    return {n: {"em": r["em"], "per_example": r["per_example"], "replies": r["replies"][:keep]} for n, r in res.items()}
+    return {n: {**{k: v for k, v in r.items() if k != "replies"}, "replies": r["replies"][:keep]} for n, r in res.items()}

@@ -60,7 +60,7 @@ FRACTIONS = {"train": 0.5, "dev": 0.2, "test": 0.3}  # of each pool
 @dataclass
 class ControlConfig:
     seed: int = 0
-    conversations: dict[str, int] = field(default_factory=lambda: {"train": 50, "dev": 6, "test": 13})
+    conversations: dict[str, int] = field(default_factory=lambda: {"train": 50, "dev": 4, "test": 8})
     people: int = 4  # per conversation; every person gets one question per state relation
     distractors: int = 5  # units of other people in each question's working memory
     max_edges: int = 10  # of the local graph (the asked person's 5 units + the distractors fit)
