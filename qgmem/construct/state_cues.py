@@ -83,6 +83,16 @@ def _tells(toks: list[str], phrases: frozenset[str]) -> bool:
     return False
 
 
+def _told_retime(toks: list[str]) -> bool:
+    """A change or retiming verb of the sentence with a time right after its "to" ("switched the long run to
+    Saturday mornings", "has moved to the 7th of October")."""
+    verbs = words_of("change") | words_of("retime")
+    for k, t in enumerate(toks):
+        if any(f in verbs for f in forms(t)) and _TIME_TARGET.search(" ".join(toks[k + 1:k + 9])):
+            return True
+    return False
+
+
 def _verb_in(relation: str, phrases: frozenset[str]) -> bool:
     """The relation (without a leading negation, "be" or "get") is one of `phrases` in any inflection:
     as a verb and particle ("hand over"), or as a bare verb unless a particle changes its sense ("move
@@ -106,6 +116,8 @@ class Cues:
     timed: bool  # a time follows the verb ("to Thursdays", "back to May"): the change is a schedule or plan
     departure: bool  # the subject left a role or place ("retired", "moved away", "stepped down")
     told_departure: bool  # the sentence tells of a departure, in any clause ("Dr. X retired, so we see ...")
+    told_retime: bool  # the sentence moves something to a time, in any clause ("..., the wedding has moved to
+    # the 7th of October")
     recurring: bool  # a recurring time: the claim states a schedule
     role_at: bool  # "a line cook at Saffron Row", "started as content lead at X": a role at an organisation
     ends: bool  # "no longer", "not ... any more": the relation's own state ended
@@ -142,7 +154,7 @@ def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
     return Cues(replaces=_has_phrase(toks, words_of("replaces")),
                 now=_has_phrase(toks, words_of("now") - {"new"}) or new_word,
                 change=change, timed=timed, departure=_verb_in(relation, words_of("departure")),
-                told_departure=_tells(toks, words_of("departure")),
+                told_departure=_tells(toks, words_of("departure")), told_retime=_told_retime(toks),
                 recurring=recurring, role_at=role_at, ends=ends, transfer=transfer, times=times)
 
 

@@ -4,10 +4,11 @@ subject or class (construct/traces.py groups the rest by subject and class).
 A change is often told without the subject or the class of the state it changes:
 - *the thing a change acts on*: "The centre moved the class to Thursdays" changes "I signed up for a life
   drawing class", "we pushed the Porto visit back to September" the plan "to visit my grandparents in
-  Porto", "Spanish moved to Wednesdays" the class "my Spanish class is on Monday evenings", "I brought it
-  forward" the speaker's latest plan or schedule;
+  Porto", "Spanish moved to Wednesdays" the class "my Spanish class is on Monday evenings";
 - *a departure of a role's holder*: "Mrs. Albright retired" ends "his teacher is Mrs. Albright";
 - *a new holder told by the role's counterpart*: "I see a new therapist now" follows "my therapist is X";
+- *a change told in another clause of the sentence* than the triple's, moving something to a time ("...,
+  the wedding has moved to the 7th of October"): the latest earlier unit sharing two words with the sentence;
 - *a marker without a class of its own*: "I'm the museum's head of collections now" changes the
   subject's state whose words it shares ("I work at the county museum").
 The target is the latest earlier unit in memory time, not said in the same turn, that matches. Words are
@@ -74,13 +75,13 @@ def _person_head(subject: str, table: StateTable) -> bool:
     return any(f in PERSON_NOUNS for f in forms(head)) or (e is not None and e.cls == ROLE_CLASS)
 
 
-def _changed_thing(u: AtomicUnit, f: Facts) -> frozenset[str] | None:
+def _changed_thing(u: AtomicUnit, f: Facts) -> frozenset[str]:
     """What a change verb acts on: its object, else (an intransitive or passive change, or a move *to* a
-    time) its thing subject; None for a pronoun object (the latest plan or schedule is meant)."""
+    time) its thing subject; nothing for a pronoun object (which thing it is, the triple does not say)."""
     obj = u.object.strip().lower()
     rel = u.relation.strip().lower().split()
     if obj in PRONOUN_OBJECTS:
-        return None
+        return frozenset()
     if obj and not (rel and rel[-1] in DESTINATION_PREPS):
         return thing_words(u.object)
     return f.own_words
@@ -146,14 +147,14 @@ class Linker:
             j = self._latest(i, lambda j: self._role(j) and self._names(self.facts[j].values, f.said))
             if j is not None:
                 return j, "change"
+        if f.cues.told_retime and not f.cues.change:  # "..., the wedding has moved to the 7th of October"
+            j = self._latest(i, lambda j: len(self.facts[j].mentions & f.said) >= 2, prefer_own=True)
+            if j is not None:
+                return j, "change"
         if f.cues.change:
             thing = _changed_thing(u, f)
-            if thing is None:
-                j = self._latest(i, lambda j: self._same_owner(i, j) and self._classed(j)
-                                 and self.readings[j].cls in ("plans", "schedule"))  # type: ignore[union-attr]
-            else:
-                j = self._latest(i, lambda j: self._names(thing, self.facts[j].mentions), prefer_own=True) \
-                    if thing else None
+            j = self._latest(i, lambda j: self._names(thing, self.facts[j].mentions), prefer_own=True) \
+                if thing else None
             if j is not None:
                 return j, "change"
         if ends:  # "I sold the Fiat" after "I drive a battered old Fiat"
