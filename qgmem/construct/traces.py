@@ -1,35 +1,46 @@
 """Dynamic memory traces (QGMem §III-A2): units of one evolving state of one subject, in memory-time order.
 
-Grouping is one pass over the units with a dict, keyed by (subject, state class): "Priya works at
-Larkspur Books", "Priya quit Larkspur Books" and "Priya works at Brightwater Bakery now" form one
-employment trace. The class comes from the word table (construct/state_table.py): the object's head
-word, else the relation, else, for a relation that only ends or changes a state ("quit Acme",
-"switched it"), the subject's latest earlier unit whose object names the same thing. Relations
-outside the table form event traces keyed by (subject, lemma), split into groups whose objects share
-a word (a trajectory is about one thing: "went camping" twice, not every "went"). Units whose relation
-is "say", whose subject is an unresolved pronoun or not a named subject, and light verbs ("be",
-"have") without a state class join no trace.
+Grouping keys units by (subject, state class): "Priya works at Larkspur Books", "Priya quit Larkspur
+Books" and "Priya works at Brightwater Bakery now" form one employment trace. The class comes from the
+word table (construct/state_table.py): the object's head word, else the relation, else, for a relation
+that only ends or changes a state ("quit Acme", "switched it"), the subject's latest earlier unit whose
+object names the same thing; then from the claim's structure (`refine`, cues of construct/state_cues.py):
+a role at an organisation ("a line cook at Saffron Row") is an employment, "X's <noun> is <Name>" a role
+held by that person, a recurring time told by a light verb a schedule, a classless claim about a time
+after the utterance a plan, a thing given to someone the end of its ownership; "no longer" ends the
+relation's own state and a marker ("now", "instead") makes a value a change. Relations outside the table
+form event traces keyed by (subject, lemma), split into groups whose objects share a word (a trajectory
+is about one thing: "went camping" twice, not every "went"). Units whose relation is "say", whose subject
+is an unresolved pronoun or not a named subject (a name, a speaker, a speaker's "user's therapist"), and
+light verbs ("be", "have") without a state class join no trace of their own.
+
+A change told across subjects or classes joins the trace of the state it changes instead
+(construct/state_links.py, in dialogue order): the thing a change verb acts on ("the centre moved the
+class to Thursdays"), a role holder who left ("Mrs. X retired"), a new holder told by the counterpart
+("I see a new therapist now"), an end that names an earlier claim ("I sold the Fiat"), a classless claim
+with a marker that shares the value's words ("I'm the museum's head of collections now"). Such a link
+supersedes its target, and the change is kept after it in the trace whatever time it is about.
 
 Roles (rule path), in memory time (fact time, else utterance time, else dialogue order; a fact time
 after the utterance, a plan, counts from when it was said). An *end* ("quit", "cancel", a negated
 relation) or a *change* ("promote", "reschedule", "move") is an update of the states whose object it
 names (else of the current state). A plain value of a one-value class (employment, residence,
 relationship, schedule) whose object shares too little with the current state (overlap coefficient of
-object words < `update_threshold`) is an update and supersedes it; a compatible one is a supplement, and
-so is a remark: a relation outside the table whose object names the state ("I love my job"), or a
-state without a value ("I'm working hard"). In many-value classes (membership, ownership, plans) new
-values coexist: supplements, unless they take up something that had ended. Event traces only
-accumulate, except that a negation supersedes the earlier units it names ("not going to the concert
-any more"). The latest member that states a value (not a remark) is the latest supported state.
-Groups and traces do not depend on the order units are listed in, beyond dialogue order for units of
-the same time (the store keeps units in conversation order).
+object words < `update_threshold`; for a schedule, of its time words) is an update and supersedes it; a
+compatible one is a supplement, and so is a remark: a relation outside the table whose object names the
+state ("I love my job"), or a state without a value ("I'm working hard"). In many-value classes
+(membership, ownership, plans) new values coexist: supplements, unless they take up something that had
+ended or replace ("instead"). Event traces only accumulate, except that a negation supersedes the
+earlier units it names ("not going to the concert any more"). The latest member that states a value (not
+a remark) is the latest supported state. Groups and traces do not depend on the order units are listed
+in, beyond dialogue order for units of the same time (the store keeps units in conversation order).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -260,8 +271,8 @@ def _word_components(members: list[int], words: list[frozenset[str]], links: dic
     return list(parts.values())
 
 
-def rule_roles(group: Group, words: list[frozenset[str]], single: bool, cfg: TraceConfig
-               ) -> tuple[list[Role], set[int]]:
+def rule_roles(group: Group, words: Sequence[frozenset[str]] | Mapping[int, frozenset[str]], single: bool,
+               cfg: TraceConfig) -> tuple[list[Role], set[int]]:
     """Roles per member and the members superseded by a later update (see the module docstring)."""
     members = group.members
     kinds = dict(zip(members, group.kinds))
