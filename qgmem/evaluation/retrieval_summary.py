@@ -81,13 +81,17 @@ def _cell(s: dict[str, Any], m: str) -> str:
 
 def _table(summary: dict[str, Any], metrics: list[str], n_key: str = "scored", prefix: str = "", title: str = "") -> str:
     """One table per group, headed `title` + group; columns are `metrics` (summary keys, shown without
-    `prefix`), n is `n_key`."""
+    `prefix`), n is `n_key`. Methods with none of the metrics (e.g. turn metrics of a method that ranks
+    sessions) have no row, groups without rows no table."""
     lines = []
     for group, per_method in summary["groups"].items():
+        shown = {name: s for name, s in per_method.items() if any(m in s for m in metrics)}
+        if not shown:
+            continue
         lines.append(f"\n### {title}{group}\n")
         lines.append("| method | n | " + " | ".join(m.removeprefix(prefix) for m in metrics) + " |")
         lines.append("|---|---|" + "---|" * len(metrics))
-        for name, s in per_method.items():
+        for name, s in shown.items():
             lines.append(f"| {name} | {s.get(n_key, '')} | " + " | ".join(_cell(s, m)
                                                                        for m in metrics) + " |")
     return "\n".join(lines) + "\n"
