@@ -166,6 +166,8 @@ _SPECS = [
     _ablation("qgmem-learned-rank", "with the learned pool ranker (`qgmem train-reranker`, configs/rerank/pool_mlp.yaml)",
               {"rerank.kind": "learned", "rerank.model": "checkpoints/reranker/pool-mlp"}),
     _ablation("qgmem-no-traces", "without memory traces", {"use_traces": False}),
+    _ablation("qgmem-no-graph-activation", "without graph activation (entity-centred list, spreading activation)",
+              {"graph.enabled": False}),
     _ablation("qgmem-no-context", "without neighbouring turns in the lexical document", {"context_turns": 0}),
     _ablation("qgmem-lexical-only", "with the lexical channel only", {"channels": ["lexical"]}),
     _ablation("qgmem-dense-only", "with the dense channel only", {"channels": ["dense"]}),

@@ -19,6 +19,23 @@ class RerankConfig:
     device: str | None = None
 
 
+@dataclass
+class GraphActivationConfig:
+    """Graph activation settings; the defaults are what the dev split chose (bench/RESULTS.md, "Graph
+    activation"); `qgmem/retrieve/activation_graph.py` says what each part does."""
+
+    enabled: bool = True
+    person_weight: float = 0.25  # RRF weight of the entity-centred list for a question about a person
+    person_weight_aggregate: float = 1.0  # ... when the question aggregates ("what sports does X play?")
+    person_depth: int = 100  # length of that ranked list
+    self_speaker: str = "user"  # whom a first-person question is about, when the memory has that speaker
+    edges: list[str] = field(default_factory=lambda: ["entity", "relation"])  # keys the activation spreads over
+    spread_weight: float = 0.0  # activation's weight against the max-normalised fusion score (all questions)
+    spread_weight_aggregate: float = 0.1  # ... for questions that aggregate
+    seeds: int = 20  # first pool units whose scores spread
+    max_key_units: int = 5000  # a key shared by more units spreads nothing (its weight is ~0 anyway)
+
+
 DEV_WEIGHTS = {"lexical": 1.5, "attribute": 0.5, "turn-lexical": 0.5, "turn-dense": 0.5}
 
 # keys older checkpoints stored that no longer mean anything (dropped when a checkpoint loads)
@@ -48,6 +65,7 @@ class RetrievalConfig:
     query_parser: str = "rule"  # "rule" | "llm"
     llm: LLMConfig = field(default_factory=LLMConfig)  # used by the LLM query parser and the chat reranker
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    graph: GraphActivationConfig = field(default_factory=GraphActivationConfig)  # graph activation (issue 26)
     use_traces: bool = True  # trajectories in candidate documents and working memory
     state_order: bool = True  # "now" questions see a trace's latest state first, "when did" ones its update
     index_source: bool = True  # index the source dialogue span together with the claim

@@ -19,6 +19,7 @@ from qgmem.answer import context_tokens
 from qgmem.llm.base import ChatBackend
 from qgmem.types import AtomicUnit, Conversation, MemoryItem, MemoryTrace, MethodBase, Question, WorkingMemory
 
+from . import activation_graph as ag
 from .attributes import AttributeIndex
 from .config import RetrievalConfig
 from .dense import DenseIndex, ivf_spec
@@ -50,6 +51,7 @@ class _ConvIndex:
     turns: TurnIndex | None  # raw-turn channels (None without the conversation or when off)
     latest_row: dict[int, int]  # unit row -> row of its trace's latest state
     update_row: dict[int, int]  # superseded row -> row of the update that followed it
+    graph: ag.UnitGraph | None = None  # the namespace's memory graph (None when graph activation is off)
 
 
 class QGMemRetriever(MethodBase):
@@ -80,6 +82,7 @@ class QGMemRetriever(MethodBase):
             llm = make_backend(self.cfg.llm)
         self.llm = llm
         self.parser = QueryParser(self.cfg.query_parser, llm)
+        ag.check_edges(self.cfg.graph.edges)
         self.reranker = reranker if reranker is not None else make_reranker(self.cfg.rerank, llm)
         self._index: dict[str, _ConvIndex] = {}
 
@@ -149,6 +152,7 @@ class QGMemRetriever(MethodBase):
                              cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search, ivf_spec(cfg)),
             attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
             row_of=row_of, trace_rows=trace_rows, turns=turns, latest_row=latest, update_row=update,
+            graph=ag.load_or_build(self.store, ns, units) if cfg.graph.enabled else None,
         )
 
     def _dense_doc(self, texts: UnitTexts, u: AtomicUnit) -> str:
@@ -236,18 +240,30 @@ class QGMemRetriever(MethodBase):
         c = self.parser.parse(text, question_time, self._known_names(idx, text))
         meta["constraints"] = {"entities": c.entities, "location": c.location, "time": [c.time_start, c.time_end],
                                "source": c.source}
+        gp = ag.plan(text, c.entities, idx.graph, cfg.graph) if idx.graph is not None else None
         t_enc = time.perf_counter()
-        qv, encode_ms = encode_queries(self.embedder, [text, *c.entities, *([c.location] if c.location else [])])
+        qv, encode_ms = encode_queries(self.embedder, [text, *c.entities, *([c.location] if c.location else []),
+                                                       *([gp.query] if gp and gp.persons else [])])
         t_enc = time.perf_counter() - t_enc
         view = PoolView(text=text, constraints=c, qvec=qv[0], rows=[], fused=np.zeros(0))
         ranked = self._channels(idx, c, text, qv, view)
-        meta["channel_sizes"] = {kk: len(v) for kk, v in ranked.items()}
-        pool = rrf({ch: ranked[ch] for ch in cfg.channels if ch in ranked}, cfg.rrf_k, cfg.channel_weights,
-                   cfg.pool_size)
+        lists, weights = {ch: ranked[ch] for ch in cfg.channels if ch in ranked}, cfg.channel_weights
+        if gp is not None and gp.persons and gp.person_weight and idx.graph is not None:
+            lists["person"] = ag.person_ranking(idx.graph, gp.persons, lambda rows: idx.dense.scores_for(qv[-1], rows),
+                                                lambda n: idx.dense.search(qv[-1], n), cfg.graph.person_depth)
+            weights = {**weights, "person": gp.person_weight}
+        meta["channel_sizes"] = {kk: len(v) for kk, v in {**ranked, **lists}.items()}
+        pool = rrf(lists, cfg.rrf_k, weights, cfg.pool_size)
         if cfg.use_traces and idx.trace_rows:
             pool = self._expand_traces(idx, pool)
         view.rows = [r for r, _ in pool]
         view.fused = np.asarray([s for _, s in pool], dtype=np.float64)
+        if gp is not None and idx.graph is not None:
+            meta["graph"] = {"persons": gp.persons, "aggregate": gp.aggregate}
+            if gp.spread_weight:
+                g = cfg.graph
+                act = idx.graph.spread(view.rows, view.fused, g.seeds, idx.graph.key_weights(g.edges, g.max_key_units))
+                view.rows, view.fused = ag.blend(view.rows, view.fused, act, gp.spread_weight)
         return view, encode_ms, t_enc
 
     def _channels(self, idx: _ConvIndex, c: QueryConstraints, text: str, qv: np.ndarray,

@@ -1,0 +1,227 @@
+"""The memory graph of a namespace, used before the top k are chosen (graph activation).
+
+Nodes are the namespace's memory units and the keys they share: the speaker and the owner of the
+subject ("Ann", "Ann's sister" -> person node Ann), each entity other than the speaker, the relation,
+the trace, the session. A unit's keys are a pure function of its own fields, so the graph grows with
+`add()` by the new units' keys only, and a memory rebuilt from scratch gets the same graph.
+
+Two uses at query time (`QGMemRetriever`, config `GraphActivationConfig`):
+
+- entity-centred expansion: a question about a person (a named speaker, or the asker's own speaker
+  for a first-person question) gets one more ranked list for the fusion: the person node's units,
+  ranked by the question with the person's name taken out (the name otherwise makes the person's
+  shortest remarks the closest ones);
+- spreading activation: the first pool units (seeds, by fusion score) spread their score over the
+  edges they share with the other pool units (each key weighs 1 / its degree, so a key shared by
+  half the memory carries almost nothing), and the pool is reordered by fusion + weight x activation.
+
+The graph is stored in the store (records of kind `RECORD_KIND`: each unit's id, a signature of the
+fields its keys come from, and its keys), so a new process reads it instead of recomputing it; a unit
+whose signature changed (its trace, its entities) gets its keys again. `forget` drops the namespace's
+records with its other derived data, and the next index rebuilds the graph from what remains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Sequence
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qgmem.ranking import rank_scores, top_k
+from qgmem.types import AtomicUnit
+
+from .aggregate import is_aggregate, persons_asked, without_names
+from .config import GraphActivationConfig
+
+RECORD_KIND = "graph-activation-v1"
+EDGE_KINDS = ("entity", "relation", "trace", "session", "subject")
+
+
+_OWNER = re.compile(r"^(.+?)(?:'s|\u2019s)(?:\s|$)")
+
+
+def owner(subject: str) -> str:
+    """The person a subject belongs to: "Ann's sister" -> "ann", "Ann" -> "ann" (lower case)."""
+    s = subject.strip()
+    m = _OWNER.match(s)
+    return (m.group(1) if m else s).lower()
+
+
+def unit_keys(u: AtomicUnit) -> list[str]:
+    """The graph keys of one unit, prefixed by kind (p: speaker, o: the subject's owner, e: entity,
+    r: relation, t: trace, d: session, s: subject); a person node is a speaker's p: and o: keys."""
+    speaker = (u.speaker or "").lower()
+    keys = [f"p:{speaker}"] if speaker else []
+    if u.subject:
+        keys += [f"o:{owner(u.subject)}", f"s:{u.subject.lower()}"]
+    keys += [f"e:{e.lower()}" for e in u.entities if e and e.lower() != speaker]
+    if u.relation:
+        keys.append(f"r:{u.relation.lower()}")
+    if u.trace_id:
+        keys.append(f"t:{u.trace_id}")
+    keys.append(f"d:{u.session_id}")
+    return list(dict.fromkeys(keys))
+
+
+def signature(u: AtomicUnit) -> str:
+    """A short hash of the fields `unit_keys` reads: a stored unit whose signature differs gets new keys."""
+    parts = [u.speaker or "", u.subject or "", u.relation or "", u.trace_id or "", u.session_id, *u.entities]
+    return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+_PREFIX = {"entity": "e:", "relation": "r:", "trace": "t:", "session": "d:", "subject": "s:"}
+
+
+class UnitGraph:
+    """Units x keys incidence (CSR), key degrees, and the person nodes' units."""
+
+    def __init__(self, keys_per_unit: Sequence[Sequence[str]], computed: int = 0):
+        self.computed = computed  # units whose keys were computed, not read from the store (tests, benches)
+        self.vocab: dict[str, int] = {}
+        indptr = np.zeros(len(keys_per_unit) + 1, dtype=np.int64)
+        ids: list[int] = []
+        for i, ks in enumerate(keys_per_unit):
+            for k in ks:
+                ids.append(self.vocab.setdefault(k, len(self.vocab)))
+            indptr[i + 1] = len(ids)
+        self.indptr, self.indices = indptr, np.asarray(ids, dtype=np.int64)
+        self.degree = np.bincount(self.indices, minlength=len(self.vocab)).astype(np.int64)
+        # key -> units (CSC): stable argsort keeps each key's units in row order
+        order = np.argsort(self.indices, kind="stable")
+        self.key_rows = np.repeat(np.arange(len(keys_per_unit), dtype=np.int32), np.diff(indptr))[order]
+        self.key_indptr = np.zeros(len(self.vocab) + 1, dtype=np.int64)
+        np.cumsum(self.degree, out=self.key_indptr[1:])
+        self._keys = list(self.vocab)  # insertion order = key id
+        self.speakers = [k[2:] for k in self._keys if k.startswith("p:")]
+        self._weights: dict[tuple[tuple[str, ...], int], np.ndarray] = {}
+
+    @property
+    def n(self) -> int:
+        return len(self.indptr) - 1
+
+    def keys(self, row: int) -> list[str]:
+        return [self._keys[j] for j in self.indices[self.indptr[row]:self.indptr[row + 1]]]
+
+    def units_of(self, key: str) -> np.ndarray:
+        j = self.vocab.get(key)
+        return self.key_rows[self.key_indptr[j]:self.key_indptr[j + 1]] if j is not None else np.zeros(0, np.int32)
+
+    def person_rows(self, name: str) -> np.ndarray:
+        """Rows of the units linked to a person node (its speaker or its subject's owner), in row order."""
+        n = name.lower()
+        return np.union1d(self.units_of(f"p:{n}"), self.units_of(f"o:{n}")).astype(np.int64)
+
+    def key_weights(self, edges: Iterable[str], max_key_units: int) -> np.ndarray:
+        """Per key: 1 / degree for the edge kinds asked for, shared by 2..max_key_units units; else 0
+        (computed once per setting)."""
+        cache_key = (tuple(edges), max_key_units)
+        got = self._weights.get(cache_key)
+        if got is None:
+            got = self._weights[cache_key] = self._key_weights(cache_key[0], max_key_units)
+        return got
+
+    def _key_weights(self, edges: tuple[str, ...], max_key_units: int) -> np.ndarray:
+        prefixes = tuple(_PREFIX[e] for e in edges)
+        use = np.asarray([k.startswith(prefixes) for k in self._keys], dtype=bool) if prefixes else \
+            np.zeros(len(self._keys), dtype=bool)
+        ok = use & (self.degree >= 2) & (self.degree <= max_key_units)
+        return np.where(ok, 1.0 / np.maximum(self.degree, 1), 0.0)
+
+    def spread(self, rows: Sequence[int], scores: np.ndarray, n_seeds: int, weights: np.ndarray) -> np.ndarray:
+        """Activation of each of `rows` from the first `n_seeds` of them: sum over its keys of the key's
+        weight times the scores of the seeds holding that key, its own score left out. Costs the pool's
+        keys, not the namespace's size."""
+        mass: dict[int, float] = {}
+        for r, s in zip(rows[:n_seeds], scores[:n_seeds]):
+            for j in self.indices[self.indptr[r]:self.indptr[r + 1]].tolist():
+                if weights[j] > 0:
+                    mass[j] = mass.get(j, 0.0) + float(s)
+        out = np.zeros(len(rows), dtype=np.float64)
+        if not mass:
+            return out
+        own = dict(zip(rows[:n_seeds], (float(x) for x in scores[:n_seeds])))
+        for i, r in enumerate(rows):
+            ks = self.indices[self.indptr[r]:self.indptr[r + 1]].tolist()
+            mine = own.get(r, 0.0)
+            out[i] = sum(weights[j] * (mass.get(j, 0.0) - mine) for j in ks if weights[j] > 0)
+        return out
+
+
+def blend(rows: list[int], fused: np.ndarray, activation: np.ndarray, weight: float) -> tuple[list[int], np.ndarray]:
+    """Rows reordered by max-normalised fusion + weight x max-normalised activation; ties by pool position."""
+    if not len(rows) or weight == 0 or not activation.any():
+        return rows, fused
+    f = fused / (fused.max() or 1.0)
+    a = activation / (activation.max() or 1.0)
+    score = f + weight * a
+    order = np.lexsort((np.arange(len(rows)), -rank_scores(score)))
+    return [rows[i] for i in order], score[order]
+
+
+def load_or_build(store: object | None, ns: str, units: Sequence[AtomicUnit]) -> UnitGraph:
+    """The namespace's graph: stored keys where a unit's signature still matches, new keys for the
+    rest; written back when anything changed (new units, changed units, units gone)."""
+    stored: dict[str, tuple[str, list[str]]] = {}
+    if store is not None:
+        for rec in store.get_records(ns, RECORD_KIND):  # type: ignore[attr-defined]
+            stored[rec["u"]] = (rec["s"], rec["k"])
+    keys: list[list[str]] = []
+    sigs: list[str] = []
+    computed = 0
+    for u in units:
+        sig = signature(u)
+        got = stored.get(u.id)
+        if got is not None and got[0] == sig:
+            keys.append(list(got[1]))
+        else:
+            keys.append(unit_keys(u))
+            computed += 1
+        sigs.append(sig)
+    if store is not None and (computed or len(stored) != len(units)):
+        store.put_records(ns, RECORD_KIND, [{"u": u.id, "s": s, "k": k}  # type: ignore[attr-defined]
+                                            for u, s, k in zip(units, sigs, keys)])
+    return UnitGraph(keys, computed)
+
+
+def person_ranking(graph: UnitGraph, persons: Sequence[str], scores_for: Callable[[np.ndarray], np.ndarray],
+                   search: Callable[[int], list[tuple[int, float]]], depth: int, exact_max: int = 20_000) -> list[int]:
+    """Entity-centred list: the persons' units (rows), best first by `scores_for(rows)` (the question
+    without the names against each unit's vector), ties by row. A person with more than `exact_max`
+    units is served from the dense channel's own search (`search(n)`, best first) filtered to them."""
+    rows = np.unique(np.concatenate([graph.person_rows(p) for p in persons])) if persons else np.zeros(0, np.int64)
+    if not len(rows):
+        return []
+    if len(rows) > exact_max:
+        hits = search(depth * 20)
+        member = np.isin(np.asarray([r for r, _ in hits], dtype=np.int64), rows)
+        return [int(r) for (r, _), m in zip(hits, member) if m][:depth]
+    return [int(rows[i]) for i in top_k(rank_scores(scores_for(rows)), depth)]
+
+
+@dataclass
+class GraphPlan:
+    """What graph activation does for one question."""
+
+    persons: list[str]  # speakers the question is about (lower case)
+    aggregate: bool
+    query: str  # the question without the persons' names (what the entity-centred list ranks by)
+    person_weight: float
+    spread_weight: float
+
+
+def plan(text: str, entities: Sequence[str], graph: UnitGraph, cfg: GraphActivationConfig) -> GraphPlan:
+    agg = is_aggregate(text)
+    persons = persons_asked(text, entities, graph.speakers, cfg.self_speaker)
+    return GraphPlan(persons, agg, without_names(text, persons),
+                     cfg.person_weight_aggregate if agg else cfg.person_weight,
+                     cfg.spread_weight_aggregate if agg else cfg.spread_weight)
+
+
+def check_edges(edges: Iterable[str]) -> None:
+    unknown = set(edges) - set(EDGE_KINDS)
+    if unknown:
+        raise ValueError(f"graph.edges: unknown kind(s) {sorted(unknown)}; known: {', '.join(EDGE_KINDS)}")
