@@ -17,7 +17,7 @@ from qgmem.retrieve.config import RetrievalConfig
 from qgmem.sharding import parse_shard
 
 BENCHMARKS = ("locomo", "longmemeval-s", "longmemeval-oracle", "beam-128k", "beam-500k",
-              "factconsolidation-sh", "factconsolidation-mh", "convomem")
+              "factconsolidation-sh", "factconsolidation-mh", "convomem", "convomem-cases")
 
 
 @dataclass
