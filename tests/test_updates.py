@@ -22,6 +22,9 @@ from qgmem.testing.update_report import build_cases, question_rates, subject_rat
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "updates" / "conversations.json"
 GOAL = 0.90  # share of updates traced, of subjects right, of "now" questions ranking the latest state first
+# what the set reached before traces were read from the claims' structure (44/48, 170/179, 40/43): a change
+# of the trace rules made for other conversations (tests/test_updates_dev.py) must not lower it
+FLOOR = {"traced": 44 / 48, "subjects": 170 / 179, "now": 40 / 43}
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +78,13 @@ def trace_rate(built) -> float:
 
 
 def test_labelled_updates_form_traces(trace_rate) -> None:
-    assert trace_rate >= GOAL
+    assert trace_rate >= max(GOAL, FLOOR["traced"])
 
 
 def test_subjects_of_first_person_and_pronoun_claims(built) -> None:
     rate = subject_rate(built[1])
     print(f"\nsubjects right: {rate}")
-    assert rate.share >= GOAL
+    assert rate.share >= max(GOAL, FLOOR["subjects"])
 
 
 @pytest.fixture(scope="module")
@@ -95,5 +98,5 @@ def now_rates(built) -> dict[bool, float]:
 
 
 def test_now_questions_rank_the_latest_state_above_the_superseded_one(now_rates) -> None:
-    assert now_rates[True] >= GOAL
+    assert now_rates[True] >= max(GOAL, FLOOR["now"])
     assert now_rates[True] >= now_rates[False] + 0.25  # the reordering is what lifts them

@@ -133,8 +133,9 @@ def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
     toks = tokens(low)
     new_word = bool(re.search(r"\bnew\s+[a-z]", raw))  # "a new job", not "New York"
     day_parts = words_of("time")
-    times = frozenset(w for t in toks for w in forms(t)[:3] if w in WEEKDAYS or w in MONTHS or w in day_parts
-                      or w in words_of("clock") or w.isdigit())
+    times = frozenset(w for k, t in enumerate(toks) for w in forms(t)[:3] if w in WEEKDAYS or w in MONTHS or (
+        w in day_parts and (w not in ("am", "pm") or (k and toks[k - 1][:1].isdigit()))) or w in words_of("clock")
+        or w.isdigit())  # "9 am", not "I am"
     plural_time = any(t.endswith("s") and (t[:-1] in WEEKDAYS or t in day_parts) for t in toks)
     every = re.search(r"\b(?:" + "|".join(sorted(words_of("recurring"))) + r")\s+(?:\w+\s+)?(?:"
                       + "|".join(sorted(WEEKDAYS | day_parts | {"day", "week", "month"})) + r")", low)

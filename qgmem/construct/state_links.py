@@ -185,7 +185,9 @@ class Linker:
         """j states a one-value state whose value names i's subject, of another subject: a role the subject
         left ("his teacher is Mrs. X"), or, for an end verb of j's class, the employer that ended it."""
         g, rj = self.facts[j], self.readings[j]
-        if not self._classed(j) or g.subject == self.facts[i].subject or not self._near(self.facts[i].own_words, g.values):
+        if not self._classed(j) or g.subject == self.facts[i].subject:
+            return False
+        if not self._near(self.facts[i].own_words, g.values):
             return False
         assert rj is not None and rj.cls is not None
         if departure:
