@@ -18,7 +18,7 @@ from qgmem.llm.scripted import ScriptedBackend
 from qgmem.methods import MethodContext, make_methods
 from qgmem.pipeline import MemoryPipeline
 from qgmem.retrieve import activation_graph as ag
-from qgmem.retrieve.aggregate import is_aggregate, persons_asked, without_names
+from qgmem.retrieve.aggregate import is_aggregate, persons_asked
 from qgmem.retrieve.config import RetrievalConfig
 from qgmem.store import MemoryStore
 from qgmem.types import AtomicUnit, Conversation, Question, Session, Turn
@@ -72,8 +72,15 @@ def test_the_person_asked_is_a_named_speaker_or_the_asker_in_the_first_person() 
     assert persons_asked("What did Carl buy?", ["Carl"], speakers, "user") == []  # not a speaker of this memory
     assert persons_asked("What did I buy?", [], ["user", "assistant"], "user") == ["user"]
     assert persons_asked("What did I buy?", [], speakers, "user") == []
-    assert without_names("What do Ann's kids like?", ["ann"]) == "What do kids like?"
-    assert without_names("Ann?", ["ann"]) == "Ann?"  # nothing would be left: the question stays
+
+
+
+def test_the_person_vector_takes_the_name_out_of_the_question() -> None:
+    q, name = np.array([0.8, 0.6, 0.0]), np.array([0.0, 1.0, 0.0])
+    v = ag.without_names(q, [name], 0.6)
+    assert v.tolist() == pytest.approx([1.0, 0.0, 0.0])
+    assert ag.without_names(q, [], 0.5).tolist() == pytest.approx(q.tolist())
+    assert ag.without_names(name, [name], 1.0).tolist() == pytest.approx(name.tolist())  # nothing left: unchanged
 
 
 def _unit(i: int, speaker: str, subject: str, entities: list[str], session: str = "s1", relation: str = "play",
@@ -214,7 +221,7 @@ def test_the_entity_centred_list_holds_the_persons_units_only_and_runs_are_deter
     conv = Conversation("u1", [_session(i, f"2023-01-0{i}") for i in range(1, 5)], speakers=["Ann", "Ben"])
     pipe = _pipe(tmp_path).add(conv)
     idx = pipe.retriever._index["u1"]
-    qv = pipe.retriever.embedder.encode(["What games does play?"])[0]
+    qv = pipe.retriever.embedder.encode(["What games does Ann play?"])[0]
     ranked = ag.person_ranking(idx.graph, ["ann"], lambda rows: idx.dense.scores_for(qv, rows),
                                lambda n: idx.dense.search(qv, n), 100)
     assert ranked and set(ranked) <= set(idx.graph.person_rows("ann").tolist())

@@ -9,8 +9,8 @@ Two uses at query time (`QGMemRetriever`, config `GraphActivationConfig`):
 
 - entity-centred expansion: a question about a person (a named speaker, or the asker's own speaker
   for a first-person question) gets one more ranked list for the fusion: the person node's units,
-  ranked by the question with the person's name taken out (the name otherwise makes the person's
-  shortest remarks the closest ones);
+  ranked by the question's vector with the name's vector taken out (the name otherwise makes the
+  person's shortest remarks the closest ones);
 - spreading activation: the first pool units (seeds, by fusion score) spread their score over the
   edges they share with the other pool units (each key weighs 1 / its degree, so a key shared by
   half the memory carries almost nothing), and the pool is reordered by fusion + weight x activation.
@@ -34,7 +34,7 @@ import numpy as np
 from qgmem.ranking import rank_scores, top_k
 from qgmem.types import AtomicUnit
 
-from .aggregate import is_aggregate, persons_asked, without_names
+from .aggregate import is_aggregate, persons_asked
 from .config import GraphActivationConfig
 
 RECORD_KIND = "graph-activation-v1"
@@ -207,8 +207,8 @@ class GraphPlan:
     """What graph activation does for one question."""
 
     persons: list[str]  # speakers the question is about (lower case)
+    name_entities: list[int]  # positions, in the parsed entities, of the names of those persons
     aggregate: bool
-    query: str  # the question without the persons' names (what the entity-centred list ranks by)
     person_weight: float
     spread_weight: float
 
@@ -216,9 +216,20 @@ class GraphPlan:
 def plan(text: str, entities: Sequence[str], graph: UnitGraph, cfg: GraphActivationConfig) -> GraphPlan:
     agg = is_aggregate(text)
     persons = persons_asked(text, entities, graph.speakers, cfg.self_speaker)
-    return GraphPlan(persons, agg, without_names(text, persons),
-                     cfg.person_weight_aggregate if agg else cfg.person_weight,
+    names = [j for j, e in enumerate(entities) if e.lower() in persons]
+    return GraphPlan(persons, names, agg, cfg.person_weight_aggregate if agg else cfg.person_weight,
                      cfg.spread_weight_aggregate if agg else cfg.spread_weight)
+
+
+def without_names(qvec: np.ndarray, name_vecs: Sequence[np.ndarray], weight: float) -> np.ndarray:
+    """The question's vector with `weight` x each name's vector taken out, unit length: what the question
+    asks of the person rather than the person (a name alone otherwise pulls the person's emptiest remarks
+    closest). Costs no encoding: the names' vectors are the attribute channel's."""
+    v = np.asarray(qvec, dtype=np.float64).copy()
+    for n in name_vecs:
+        v -= weight * np.asarray(n, dtype=np.float64)
+    norm = np.linalg.norm(v)
+    return (v / norm if norm > 0 else np.asarray(qvec, dtype=np.float64)).astype(np.float32)
 
 
 def check_edges(edges: Iterable[str]) -> None:

@@ -58,12 +58,3 @@ def persons_asked(text: str, entities: Iterable[str], speakers: Iterable[str], s
     if self_speaker and self_speaker.lower() in by_lower and _FIRST_PERSON.search(text):
         return [by_lower[self_speaker.lower()]]
     return []
-
-
-def without_names(text: str, names: Iterable[str]) -> str:
-    """The question with the given names (and their possessive 's) taken out: what it asks of them."""
-    out = text
-    for n in names:
-        out = re.sub(r"(?i)(?<![\w-])" + re.escape(n) + r"(?:'s|\u2019s)?(?![\w-])", " ", out)
-    out = re.sub(r"\s+", " ", out).strip()
-    return out if re.search(r"\w", out) else text

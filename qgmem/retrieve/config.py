@@ -28,6 +28,7 @@ class GraphActivationConfig:
     person_weight: float = 0.25  # RRF weight of the entity-centred list for a question about a person
     person_weight_aggregate: float = 1.0  # ... when the question aggregates ("what sports does X play?")
     person_depth: int = 100  # length of that ranked list
+    name_weight: float = 0.5  # that list ranks by the question's vector minus this x the person's name vector
     self_speaker: str = "user"  # whom a first-person question is about, when the memory has that speaker
     edges: list[str] = field(default_factory=lambda: ["entity", "relation"])  # keys the activation spreads over
     spread_weight: float = 0.0  # activation's weight against the max-normalised fusion score (all questions)

@@ -242,15 +242,15 @@ class QGMemRetriever(MethodBase):
                                "source": c.source}
         gp = ag.plan(text, c.entities, idx.graph, cfg.graph) if idx.graph is not None else None
         t_enc = time.perf_counter()
-        qv, encode_ms = encode_queries(self.embedder, [text, *c.entities, *([c.location] if c.location else []),
-                                                       *([gp.query] if gp and gp.persons else [])])
+        qv, encode_ms = encode_queries(self.embedder, [text, *c.entities, *([c.location] if c.location else [])])
         t_enc = time.perf_counter() - t_enc
         view = PoolView(text=text, constraints=c, qvec=qv[0], rows=[], fused=np.zeros(0))
         ranked = self._channels(idx, c, text, qv, view)
         lists, weights = {ch: ranked[ch] for ch in cfg.channels if ch in ranked}, cfg.channel_weights
         if gp is not None and gp.persons and gp.person_weight and idx.graph is not None:
-            lists["person"] = ag.person_ranking(idx.graph, gp.persons, lambda rows: idx.dense.scores_for(qv[-1], rows),
-                                                lambda n: idx.dense.search(qv[-1], n), cfg.graph.person_depth)
+            pv = ag.without_names(qv[0], [qv[1 + j] for j in gp.name_entities], cfg.graph.name_weight)
+            lists["person"] = ag.person_ranking(idx.graph, gp.persons, lambda rows: idx.dense.scores_for(pv, rows),
+                                                lambda n: idx.dense.search(pv, n), cfg.graph.person_depth)
             weights = {**weights, "person": gp.person_weight}
         meta["channel_sizes"] = {kk: len(v) for kk, v in {**ranked, **lists}.items()}
         pool = rrf(lists, cfg.rrf_k, weights, cfg.pool_size)
