@@ -11,7 +11,9 @@ the chunks (BM25 with the real tokeniser; dense exact / HNSW from the whole floa
 FAISS IVF-SQ8 from the chunks; the attribute channel from array columns, not AtomicUnit objects).
 Each query runs what `QGMemRetriever.activate` runs after the query embedding (which does not depend on
 the memory size): BM25 (impact-ordered, 5,000 postings per term), dense, the attribute channel (entity +
-time constraints) and RRF into a pool of 100. A query vector is its source unit's vector plus a random
+time constraints) and RRF into a pool of 100, then graph activation as for an aggregate question about one of
+the two speakers (entity-centred list, RRF with it, spreading activation over the pool; `--no-graph` leaves
+it and its build out). A query vector is its source unit's vector plus a random
 perturbation of norm 1 (cosine ~0.7 to the unit, like a question to the unit that answers it; earlier
 versions added N(0, 0.3^2) per dimension, norm ~5.9: a query at cosine 0.17 to its unit, nearly random).
 
@@ -38,9 +40,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from qgmem.retrieve import activation_graph as ag  # noqa: E402
 from qgmem.retrieve.attributes import NAME_CELLS_ABOVE, NO_END, NO_START, AttributeIndex, NameColumn  # noqa: E402
 from qgmem.retrieve.config import RetrievalConfig  # noqa: E402
-from qgmem.retrieve.dense import DenseIndex, IVFSpec, exact_top_k, recall_at_k  # noqa: E402
+from qgmem.retrieve.dense import DenseIndex, IVFSpec, exact_top_k, matvec, recall_at_k  # noqa: E402
 from qgmem.retrieve.fusion import rrf  # noqa: E402
 from qgmem.retrieve.lexical import LexicalIndex, term_counts  # noqa: E402
 from qgmem.retrieve.query import QueryConstraints  # noqa: E402
@@ -48,7 +51,7 @@ from qgmem.retrieve.query import QueryConstraints  # noqa: E402
 DIM = 384
 DAY0 = np.datetime64("2020-01-01")
 ORD0 = 737425  # date(2020, 1, 1).toordinal()
-TEXT, VEC, ATTR = 0, 1, 2  # independent random streams per chunk
+TEXT, VEC, ATTR, GRAPH = 0, 1, 2, 3  # independent random streams per chunk
 
 
 def rss_mb() -> float:
@@ -207,6 +210,42 @@ def build_attributes(syn: Synth, enc: Callable[[list[str]], np.ndarray], qrows: 
     return ix, ph.done()
 
 
+def build_graph(syn: Synth) -> tuple[ag.UnitGraph, dict[str, float]]:
+    """The unit graph of graph activation over the synthetic units: two speakers (alternating), the units'
+    entity names, one of 200 relations, a session of 20 units (the keys `activation_graph.unit_keys` gives
+    a unit; subject-owner keys are the speaker's here)."""
+    ph = Phase(syn.n, "graph")
+    keys: list[list[str]] = []
+    for lo, (e1, e2, _, _) in ph.chunks(syn, lambda c, lo, hi: (lo, syn.attributes(c, hi - lo))):
+        rel = syn.rng(GRAPH, lo).integers(200, size=len(e1))
+        for j in range(len(e1)):
+            i = lo + j
+            ks = [f"p:{'ab'[i % 2]}", f"o:{'ab'[i % 2]}", f"e:name{e1[j]}", f"r:rel{rel[j]}", f"d:{i // 20}"]
+            if e2[j] >= 0:
+                ks.append(f"e:name{e2[j]}")
+            keys.append(ks)
+    g = ag.UnitGraph(keys, computed=len(keys))
+    del keys
+    return g, ph.done()
+
+
+def graph_stage(g: ag.UnitGraph, cfg: RetrievalConfig, dense, qv: np.ndarray, ent_vec: np.ndarray,
+                ranked: dict[str, list[int]], text: str) -> None:
+    """What `QGMemRetriever._pool` adds for a question about speaker "a": the plan, the entity-centred list
+    (question vector minus the name's), RRF with it, spreading activation over the pool and the blend."""
+    gc_ = cfg.graph
+    gp = ag.plan(text, ["a"], g, gc_)
+    pv = ag.without_names(qv, [ent_vec], gc_.name_weight)
+    full = (lambda: matvec(dense.matrix, pv)) if dense.kind == "exact" else None
+    ranked["person"] = ag.person_ranking(g, gp.persons, lambda rows: dense.scores_for(pv, rows),
+                                         lambda n: dense.search(pv, n), gc_.person_depth, scores_all=full)
+    pool = rrf(ranked, cfg.rrf_k, {"person": gp.person_weight}, cfg.pool_size)
+    rows = [r for r, _ in pool]
+    fused = np.asarray([x for _, x in pool])
+    act = g.spread(rows, fused, gc_.seeds, g.key_weights(gc_.edges, gc_.max_key_units))
+    ag.blend(rows, fused, act, gp.spread_weight)
+
+
 def name_encoder(seed: int) -> Callable[[list[str]], np.ndarray]:
     """A random unit vector per name, the same for the same name in any process."""
     def enc(names: list[str]) -> np.ndarray:
@@ -224,7 +263,7 @@ def query_vector(v: np.ndarray, rng: np.random.Generator, noise: float) -> np.nd
 
 
 def run_queries(n: int, cfg: RetrievalConfig, lex, dense, attr, enc, qrows, qtext, qvec, qent, noise: float,
-                seed: int) -> tuple[dict, list[list[int]], np.ndarray]:
+                seed: int, graph: ag.UnitGraph | None = None) -> tuple[dict, list[list[int]], np.ndarray]:
     """Time every query; return the timings, the dense channel's rows per query and the query vectors."""
     rng = np.random.default_rng([seed, 7])
     lat, parts, found, qvs = [], [], [], []
@@ -243,10 +282,14 @@ def run_queries(n: int, cfg: RetrievalConfig, lex, dense, attr, enc, qrows, qtex
         t2 = time.perf_counter()
         ranked["attribute"] = [r for r, _ in attr.search(c, [ent_vec], None, cfg.attr_threshold, cfg.channel_depth,
                                                          lambda rows: dense.scores_for(qv, rows), cfg.attr_max_matches)]
-        rrf(ranked, cfg.rrf_k, None, cfg.pool_size)
+        if graph is None:
+            rrf(ranked, cfg.rrf_k, None, cfg.pool_size)
         t3 = time.perf_counter()
-        lat.append((t3 - t0) * 1000)
-        parts.append(((t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000))
+        if graph is not None:  # an aggregate question about speaker "a": every part of graph activation runs
+            graph_stage(graph, cfg, dense, qv, ent_vec, ranked, "What sports does A play?")
+        t4 = time.perf_counter()
+        lat.append((t4 - t0) * 1000)
+        parts.append(((t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000, (t4 - t3) * 1000))
         found.append(ranked["dense"])
         qvs.append(qv)
     p = np.asarray(parts)
@@ -285,10 +328,12 @@ def bench_size(n: int, a: argparse.Namespace) -> dict:
     kind = dense_kind(a.dense, n, cfg)
     dense, s_dense = build_dense(syn, cfg, kind, np.sort(qrows), qvec)
     attr, s_attr = build_attributes(syn, enc, np.sort(qrows), qent, a.name_cells_above)
-    lat, found, qv = run_queries(n, cfg, lex, dense, attr, enc, qrows, qtext, qvec, qent, a.query_noise, a.seed)
+    graph, s_graph = build_graph(syn) if a.graph else (None, {"build_s": 0.0, "bytes_per_unit": 0.0})
+    lat, found, qv = run_queries(n, cfg, lex, dense, attr, enc, qrows, qtext, qvec, qent, a.query_noise, a.seed,
+                                 graph)
     r = a.recall_queries
     rec = dense_recall(syn, found[:r], qv[:r], cfg.channel_depth) if kind != "exact" and r else {}
-    row = {"n": n, "dense": kind, "bm25": s_lex, "dense_build": s_dense, "attr": s_attr, **lat, **rec,
+    row = {"n": n, "dense": kind, "bm25": s_lex, "dense_build": s_dense, "attr": s_attr, "graph": s_graph, **lat, **rec,
            "peak_gb": peak_mb() / 1024, "total_s": time.perf_counter() - t_all}
     if kind == "ivf":
         ix = dense._index
@@ -302,15 +347,15 @@ def bench_size(n: int, a: argparse.Namespace) -> dict:
 
 def _table(rows: list[dict]) -> None:
     base = rows[0]["p50_ms"]
-    print("\n| units | dense | p50 ms | p95 ms | p50 / p50(first) | p50 ms bm25 / dense / attr+RRF "
-          "| p95 ms bm25 / dense / attr+RRF | dense recall@10 / @100 | build s bm25 / dense / attr "
-          "| B/unit bm25 / dense / attr | peak RSS GB |")
+    print("\n| units | dense | p50 ms | p95 ms | p50 / p50(first) | p50 ms bm25 / dense / attr+RRF / graph "
+          "| p95 ms bm25 / dense / attr+RRF / graph | dense recall@10 / @100 | build s bm25 / dense / attr / graph "
+          "| B/unit bm25 / dense / attr / graph | peak RSS GB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         rec = f"{r['recall@10']:.3f} / {r['recall@100']:.3f}" if "recall@10" in r else (
             "exact" if r["dense"] == "exact" else "not measured")
-        builds = " / ".join(f"{c['build_s']:,.0f}" for c in (r["bm25"], r["dense_build"], r["attr"]))
-        per_unit = " / ".join(f"{c['bytes_per_unit']:,.0f}" for c in (r["bm25"], r["dense_build"], r["attr"]))
+        builds = " / ".join(f"{c['build_s']:,.0f}" for c in (r["bm25"], r["dense_build"], r["attr"], r["graph"]))
+        per_unit = " / ".join(f"{c['bytes_per_unit']:,.0f}" for c in (r["bm25"], r["dense_build"], r["attr"], r["graph"]))
         print(f"| {r['n']:,} | {r['dense']} | {r['p50_ms']:.2f} | {r['p95_ms']:.2f} | {r['p50_ms'] / base:.2f} | "
               f"{' / '.join(f'{x:.1f}' for x in r['p50_parts'])} | {' / '.join(f'{x:.1f}' for x in r['p95_parts'])} | "
               f"{rec} | {builds} | {per_unit} | {r['peak_gb']:.2f} |", flush=True)
@@ -333,6 +378,8 @@ def main() -> int:
     ap.add_argument("--chunk", type=int, default=100_000, help="units generated and indexed at once")
     ap.add_argument("--query-noise", type=float, default=1.0, help="norm of the perturbation of a query's unit")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-graph", dest="graph", action="store_false",
+                    help="leave out graph activation (its build, and its stage in each query)")
     ap.add_argument("--threads", type=int, default=1,
                     help="FAISS threads (training, adding); queries run one at a time")
     a = ap.parse_args()

@@ -98,6 +98,7 @@ class UnitGraph:
         self._keys = list(self.vocab)  # insertion order = key id
         self.speakers = [k[2:] for k in self._keys if k.startswith("p:")]
         self._weights: dict[tuple[tuple[str, ...], int], np.ndarray] = {}
+        self._person_rows: dict[str, np.ndarray] = {}
 
     @property
     def n(self) -> int:
@@ -111,9 +112,13 @@ class UnitGraph:
         return self.key_rows[self.key_indptr[j]:self.key_indptr[j + 1]] if j is not None else np.zeros(0, np.int32)
 
     def person_rows(self, name: str) -> np.ndarray:
-        """Rows of the units linked to a person node (its speaker or its subject's owner), in row order."""
+        """Rows of the units linked to a person node (its speaker or its subject's owner), in row order
+        (kept per name: a person node is asked about again and again)."""
         n = name.lower()
-        return np.union1d(self.units_of(f"p:{n}"), self.units_of(f"o:{n}")).astype(np.int64)
+        got = self._person_rows.get(n)
+        if got is None:
+            got = self._person_rows[n] = np.union1d(self.units_of(f"p:{n}"), self.units_of(f"o:{n}")).astype(np.int64)
+        return got
 
     def key_weights(self, edges: Iterable[str], max_key_units: int) -> np.ndarray:
         """Per key: 1 / degree for the edge kinds asked for, shared by 2..max_key_units units; else 0
@@ -135,20 +140,30 @@ class UnitGraph:
         """Activation of each of `rows` from the first `n_seeds` of them: sum over its keys of the key's
         weight times the scores of the seeds holding that key, its own score left out. Costs the pool's
         keys, not the namespace's size."""
-        mass: dict[int, float] = {}
-        for r, s in zip(rows[:n_seeds], scores[:n_seeds]):
-            for j in self.indices[self.indptr[r]:self.indptr[r + 1]].tolist():
-                if weights[j] > 0:
-                    mass[j] = mass.get(j, 0.0) + float(s)
-        out = np.zeros(len(rows), dtype=np.float64)
-        if not mass:
-            return out
-        own = dict(zip(rows[:n_seeds], (float(x) for x in scores[:n_seeds])))
-        for i, r in enumerate(rows):
-            ks = self.indices[self.indptr[r]:self.indptr[r + 1]].tolist()
-            mine = own.get(r, 0.0)
-            out[i] = sum(weights[j] * (mass.get(j, 0.0) - mine) for j in ks if weights[j] > 0)
+        r = np.asarray(rows, dtype=np.int64)
+        if not len(r):
+            return np.zeros(0, dtype=np.float64)
+        keys, owner = self._slices(r)  # every key of every row, and the row (position) it belongs to
+        w = weights[keys]
+        n_s = min(n_seeds, len(r))
+        seed = owner < n_s
+        own = np.zeros(len(r), dtype=np.float64)
+        own[:n_s] = np.asarray(scores[:n_s], dtype=np.float64)
+        kid, inv = np.unique(keys, return_inverse=True)
+        mass = np.bincount(inv[seed], weights=own[owner[seed]], minlength=len(kid))  # per key: seed score mass
+        contrib = w * mass[inv]
+        total = np.bincount(owner, weights=contrib, minlength=len(r))
+        self_part = own * np.bincount(owner, weights=w, minlength=len(r))
+        out = total - self_part
+        out[np.abs(out) < 1e-12] = 0.0
         return out
+
+    def _slices(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = self.indptr[rows], self.indptr[rows + 1]
+        lens = hi - lo
+        starts = np.repeat(lo - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+        idx = np.arange(int(lens.sum()), dtype=np.int64) + starts
+        return self.indices[idx], np.repeat(np.arange(len(rows), dtype=np.int64), lens)
 
 
 def blend(rows: list[int], fused: np.ndarray, activation: np.ndarray, weight: float) -> tuple[list[int], np.ndarray]:
@@ -188,18 +203,24 @@ def load_or_build(store: object | None, ns: str, units: Sequence[AtomicUnit]) ->
 
 
 def person_ranking(graph: UnitGraph, persons: Sequence[str], scores_for: Callable[[np.ndarray], np.ndarray],
-                   search: Callable[[int], list[tuple[int, float]]], depth: int, exact_max: int = 20_000) -> list[int]:
+                   search: Callable[[int], list[tuple[int, float]]], depth: int, exact_max: int = 20_000,
+                   scores_all: Callable[[], np.ndarray] | None = None) -> list[int]:
     """Entity-centred list: the persons' units (rows), best first by `scores_for(rows)` (the question
     without the names against each unit's vector), ties by row. A person with more than `exact_max`
-    units is served from the dense channel's own search (`search(n)`, best first) filtered to them."""
+    units (a very large memory) is served from the dense index's search with that vector (`search(n)`,
+    best first, n = depth: an HNSW index keeps its search width) filtered to the person's units;
+    `scores_all()` (every unit's score, where the index holds the matrix) serves a person holding more
+    than a quarter of the memory."""
     rows = np.unique(np.concatenate([graph.person_rows(p) for p in persons])) if persons else np.zeros(0, np.int64)
     if not len(rows):
         return []
     if len(rows) > exact_max:
-        hits = search(depth * 20)
+        hits = search(depth)
         member = np.isin(np.asarray([r for r, _ in hits], dtype=np.int64), rows)
         return [int(r) for (r, _), m in zip(hits, member) if m][:depth]
-    return [int(rows[i]) for i in top_k(rank_scores(scores_for(rows)), depth)]
+    # a person holding much of the memory: one pass over the whole (contiguous) matrix beats gathering rows
+    scores = scores_all()[rows] if scores_all is not None and 4 * len(rows) > graph.n else scores_for(rows)
+    return [int(rows[i]) for i in top_k(rank_scores(scores), depth)]
 
 
 @dataclass

@@ -22,7 +22,7 @@ from qgmem.types import AtomicUnit, Conversation, MemoryItem, MemoryTrace, Metho
 from . import activation_graph as ag
 from .attributes import AttributeIndex
 from .config import RetrievalConfig
-from .dense import DenseIndex, ivf_spec
+from .dense import DenseIndex, ivf_spec, matvec
 from .documents import UnitTexts
 from .fusion import Ranked, rrf
 from .lexical import LexicalIndex
@@ -249,8 +249,10 @@ class QGMemRetriever(MethodBase):
         lists, weights = {ch: ranked[ch] for ch in cfg.channels if ch in ranked}, cfg.channel_weights
         if gp is not None and gp.persons and gp.person_weight and idx.graph is not None:
             pv = ag.without_names(qv[0], [qv[1 + j] for j in gp.name_entities], cfg.graph.name_weight)
+            full = (lambda: matvec(idx.dense.matrix, pv)) if idx.dense.kind == "exact" else None
             lists["person"] = ag.person_ranking(idx.graph, gp.persons, lambda rows: idx.dense.scores_for(pv, rows),
-                                                lambda n: idx.dense.search(pv, n), cfg.graph.person_depth)
+                                                lambda n: idx.dense.search(pv, n), cfg.graph.person_depth,
+                                                scores_all=full)
             weights = {**weights, "person": gp.person_weight}
         meta["channel_sizes"] = {kk: len(v) for kk, v in {**ranked, **lists}.items()}
         pool = rrf(lists, cfg.rrf_k, weights, cfg.pool_size)
