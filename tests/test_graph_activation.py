@@ -141,7 +141,9 @@ def test_the_graph_is_stored_and_read_back_and_a_changed_unit_gets_new_keys(tmp_
     changed = ag.load_or_build(store, "ns", moved)
     assert changed.computed == 1 and "t:t9" in changed.keys(2)
     shrunk = ag.load_or_build(store, "ns", moved[:3])
-    assert shrunk.computed == 0 and [r["u"] for r in store.get_records("ns", ag.RECORD_KIND)] == ["u0", "u1", "u2"]
+    assert shrunk.computed == 0
+    stored = {k: [r["u"] for r in store.get_records("ns", k)] for k in store.record_kinds("ns")}
+    assert stored == {f"{ag.RECORD_KIND}/s1": ["u0", "u2"], f"{ag.RECORD_KIND}/s2": ["u1"]}  # per session; s3 gone
     with pytest.raises(ValueError, match="graph.edges"):
         ag.check_edges(["entity", "colour"])
 
@@ -171,7 +173,12 @@ def test_add_of_one_session_computes_only_its_units_and_equals_a_rebuild(tmp_pat
     conv = Conversation("u1", [_session(i, f"2023-01-0{i}") for i in range(1, 5)], speakers=["Ann", "Ben"])
     grown = _pipe(tmp_path / "grown").add(conv)
     before = len(grown.store.units("u1"))
+    writes: list[str] = []
+    put = grown.store.put_records
+    grown.store.put_records = lambda ns, kind, recs: (writes.append(kind), put(ns, kind, recs))[1]  # type: ignore
     grown.add([_session(5, "2023-01-05")], namespace="u1")
+    assert f"{ag.RECORD_KIND}/session_5" in writes
+    assert len([k for k in writes if k.startswith(ag.RECORD_KIND)]) <= 2  # the new session (+ one whose trace changed)
     new_units = len(grown.store.units("u1")) - before
     assert 0 < grown.retriever._index["u1"].graph.computed <= new_units + 2  # new units (+ trace changes at most)
     fresh = _pipe(tmp_path / "fresh").add(dataclasses.replace(conv, sessions=conv.sessions + [_session(5, "2023-01-05")]))
@@ -182,7 +189,7 @@ def test_forget_rebuilds_the_graph_from_what_remains(tmp_path) -> None:
     conv = Conversation("u1", [_session(i, f"2023-01-0{i}") for i in range(1, 5)], speakers=["Ann", "Ben"])
     pipe = _pipe(tmp_path / "a").add(conv)
     pipe.forget("u1", session_id="session_2")
-    assert pipe.store.get_records("u1", ag.RECORD_KIND) == []  # derived data goes with the text
+    assert not [k for k in pipe.store.record_kinds("u1") if k.startswith(ag.RECORD_KIND)]  # goes with the text
     pipe.working_memory("What games does Ann play?", "u1")  # served again: indexed from the store
     rest = dataclasses.replace(conv, sessions=[s for s in conv.sessions if s.id != "session_2"])
     fresh = _pipe(tmp_path / "b").add(rest)

@@ -15,9 +15,10 @@ Two uses at query time (`QGMemRetriever`, config `GraphActivationConfig`):
   edges they share with the other pool units (each key weighs 1 / its degree, so a key shared by
   half the memory carries almost nothing), and the pool is reordered by fusion + weight x activation.
 
-The graph is stored in the store (records of kind `RECORD_KIND`: each unit's id, a signature of the
-fields its keys come from, and its keys), so a new process reads it instead of recomputing it; a unit
-whose signature changed (its trace, its entities) gets its keys again. `forget` drops the namespace's
+The graph is stored in the store (records of kind `RECORD_KIND/<session>`: each unit's id, a signature of
+the fields its keys come from, and its keys), so a new process reads it instead of recomputing it; a unit
+whose signature changed (its trace, its entities) gets its keys again, and only the sessions that changed
+are written. `forget` drops the namespace's
 records with its other derived data, and the next index rebuilds the graph from what remains.
 """
 
@@ -177,28 +178,42 @@ def blend(rows: list[int], fused: np.ndarray, activation: np.ndarray, weight: fl
     return [rows[i] for i in order], score[order]
 
 
+def _kind(session_id: str) -> str:
+    return f"{RECORD_KIND}/{session_id}"
+
+
 def load_or_build(store: object | None, ns: str, units: Sequence[AtomicUnit]) -> UnitGraph:
     """The namespace's graph: stored keys where a unit's signature still matches, new keys for the
-    rest; written back when anything changed (new units, changed units, units gone)."""
+    rest. Records are kept per session, so `add()` of one session writes that session's records (and
+    those of sessions whose units changed or went), not the whole namespace's."""
     stored: dict[str, tuple[str, list[str]]] = {}
+    held: dict[str, list[str]] = {}  # stored kind -> its unit ids, in order
     if store is not None:
-        for rec in store.get_records(ns, RECORD_KIND):  # type: ignore[attr-defined]
-            stored[rec["u"]] = (rec["s"], rec["k"])
+        for kind in store.record_kinds(ns):  # type: ignore[attr-defined]
+            if kind.startswith(f"{RECORD_KIND}/"):
+                recs = store.get_records(ns, kind)  # type: ignore[attr-defined]
+                held[kind] = [r["u"] for r in recs]
+                stored.update((r["u"], (r["s"], r["k"])) for r in recs)
     keys: list[list[str]] = []
-    sigs: list[str] = []
+    by_kind: dict[str, list[dict[str, object]]] = {}
+    changed: set[str] = set()
     computed = 0
     for u in units:
-        sig = signature(u)
+        sig, kind = signature(u), _kind(u.session_id)
         got = stored.get(u.id)
         if got is not None and got[0] == sig:
             keys.append(list(got[1]))
         else:
             keys.append(unit_keys(u))
+            changed.add(kind)
             computed += 1
-        sigs.append(sig)
-    if store is not None and (computed or len(stored) != len(units)):
-        store.put_records(ns, RECORD_KIND, [{"u": u.id, "s": s, "k": k}  # type: ignore[attr-defined]
-                                            for u, s, k in zip(units, sigs, keys)])
+        by_kind.setdefault(kind, []).append({"u": u.id, "s": sig, "k": keys[-1]})
+    if store is not None:
+        for kind, recs in by_kind.items():
+            if kind in changed or held.get(kind) != [r["u"] for r in recs]:
+                store.put_records(ns, kind, recs)  # type: ignore[attr-defined]
+        for kind in set(held) - set(by_kind):
+            store.put_records(ns, kind, [])  # type: ignore[attr-defined]
     return UnitGraph(keys, computed)
 
 
