@@ -191,3 +191,19 @@ def test_the_rule_extractor_reads_a_reported_clause() -> None:
     assert (u.subject, u.relation, u.object) == ("Umb", "live in", "York")
     u = one("I heard you left Ravensholme and you're teaching at the college now!", "Umb")
     assert (u.subject, u.relation) == ("Thea", "leave")
+
+
+def test_losses_gifts_received_and_a_new_thing_inside_a_phrase_change_nothing() -> None:
+    units = [_u(0, "Eve", "2023-01-01", "Eve", "buy", "a console for my partner", "I bought a console for my partner."),
+             _u(1, "Eve", "2023-02-01", "Eve", "be given", "a new game for the console",
+                "We were given a new game for the console last week."),
+             _u(2, "Eve", "2023-02-01", "Eve's friend", "give", "me this bouquet", "My friend gave me this bouquet."),
+             _u(3, "Eve", "2023-03-01", "Eve", "lose", "a friend", "I lost a friend last week."),
+             _u(4, "Eve", "2023-03-01", "Eve", "plan", "to go together someday", "We should plan to go together someday."),
+             _u(5, "Eve", "2023-04-01", "Eve", "get", "ta stick together, especially now", "We gotta stick together, especially now."),
+             _u(6, "Eve", "2023-04-01", "Eve", "donate", "a portion of my profits", "I donate a portion of my profits to a cause.")]
+    assert _changed(units) == []
+    # a job lost is an end of its own class
+    job = [_u(0, "Jo", "2023-01-01", "Jo", "work at", "the engineering company", "I work at the engineering company."),
+           _u(1, "Jo", "2023-05-01", "Jo", "lose", "my job at the engineering company", "I lost my job at the company.")]
+    assert _changed(job) == [("n/u0", "n/u1")]

@@ -112,6 +112,7 @@ def _verb_in(relation: str, phrases: frozenset[str]) -> bool:
 class Cues:
     replaces: bool  # "instead", "no longer", "switched": the claim replaces an earlier value
     now: bool  # "now", "these days", "a new ...": the claim's value is the present one
+    present: bool  # "now", "these days" (not "a new ..."): said of the claim as a whole
     change: bool  # a change verb, or a retiming verb with a time after it ("moved X to Thursdays")
     timed: bool  # a time follows the verb ("to Thursdays", "back to May"): the change is a schedule or plan
     departure: bool  # the subject left a role or place ("retired", "moved away", "stepped down")
@@ -154,6 +155,7 @@ def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
         re.search(r"\bto\s+(?:my|his|her|their|our|your|the|a|an)\s", low))  # not "give us strength to try"
     return Cues(replaces=_has_phrase(toks, words_of("replaces")),
                 now=_has_phrase(toks, words_of("now") - {"new"}) or new_word,
+                present=_has_phrase(toks, words_of("now") - {"new"}),
                 change=change, timed=timed, departure=_verb_in(relation, words_of("departure")),
                 told_departure=_tells(toks, words_of("departure")), told_retime=_told_retime(toks),
                 recurring=recurring, role_at=role_at, ends=ends, transfer=transfer, times=times)

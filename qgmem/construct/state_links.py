@@ -138,7 +138,10 @@ class Linker:
         f, r, u = self.facts[i], self.readings[i], self.units[i]
         if f.say:
             return None
-        ends = r is not None and r.kind == "end" and (f.cues.ends or f.cues.transfer or not _negated(u.relation))
+        # an end of a class of its own ("sold the Fiat"), a departure ("quit judo"; not "lost my keys"), "no
+        # longer", a thing given away
+        ends = f.cues.transfer or (r is not None and r.kind == "end" and (
+            f.cues.ends or ((r.cls is not None or f.cues.departure) and not _negated(u.relation))))
         if (f.cues.departure or ends) and f.own_words:  # "Mrs. X retired", "Northgate laid off forty of us"
             j = self._latest(i, lambda j: self._held_by(i, j, departure=f.cues.departure))
             if j is not None:
@@ -157,7 +160,7 @@ class Linker:
                 if thing else None
             if j is not None:
                 return j, "change"
-        if ends:  # "I sold the Fiat" after "I drive a battered old Fiat"
+        if ends:  # "I sold the Fiat" after "I drive a battered old Fiat"; "I gave my goldfish to my nephew"
             thing = thing_words(u.object) if u.object.strip() else f.own_words
             j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say
                              and self._names(thing, self.facts[j].mentions)) if thing else None
@@ -169,12 +172,19 @@ class Linker:
             if j is not None:
                 return j, "change"
         alone = r is not None and (r.cls is None or (f.subject, r.cls) not in self.classes)
-        if alone and (f.cues.now or f.cues.replaces) and f.values:
+        if alone and (f.cues.present or f.cues.replaces) and f.values:  # not a "new ..." inside a phrase
             j = self._latest(i, lambda j: self.facts[j].subject in (f.subject, f.owner) and self._classed(j)
-                             and self._near(f.values, self.facts[j].values))
+                             and self._one_value(i, j) and self._near(f.values, self.facts[j].values))
             if j is not None:  # "I'm the museum's head ... now" restates the value; "I run X now" adds to it
                 return j, ("change" if f.light else "note")
         return None
+
+    def _one_value(self, i: int, j: int) -> bool:
+        """j's state holds one value at a time (a job, a home), or both claims tell a recurring time (the
+        schedule of one activity): what a restatement can replace. Plans and clubs coexist."""
+        rj = self.readings[j]
+        return (rj is not None and rj.cls is not None and self.table.is_single(rj.cls)) or (
+            self.facts[i].cues.recurring and self.facts[j].cues.recurring)
 
     def _role(self, j: int) -> bool:
         """j states who holds a role for someone ("his teacher is Mrs. Albright")."""

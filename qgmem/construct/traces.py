@@ -7,9 +7,8 @@ that only ends or changes a state ("quit Acme", "switched it"), the subject's la
 object names the same thing; then from the claim's structure (`refine`, cues of construct/state_cues.py):
 a role at an organisation ("a line cook at Saffron Row") is an employment, "X's <noun> is <Name>" a role
 held by that person, a recurring time told by a light verb a schedule, a classless claim about a time
-after the utterance that replaces something ("instead") a plan, a thing given to someone the end of its
-ownership; "no longer" ends the relation's own state and a marker ("now", "instead") makes a value a
-change. Relations outside the table
+after the utterance that replaces something ("instead") a plan; "no longer" ends the relation's own
+state and a marker ("now", "instead") makes a value a change. Relations outside the table
 form event traces keyed by (subject, lemma), split into groups whose objects share a word (a trajectory
 is about one thing: "went camping" twice, not every "went"). Units whose relation is "say", whose subject
 is an unresolved pronoun or not a named subject (a name, a speaker, a speaker's "user's therapist"), and
@@ -18,7 +17,8 @@ light verbs ("be", "have") without a state class join no trace of their own.
 A change told across subjects or classes joins the trace of the state it changes instead
 (construct/state_links.py, in dialogue order): the thing a change verb acts on ("the centre moved the
 class to Thursdays"), a role holder who left ("Mrs. X retired"), a new holder told by the counterpart
-("I see a new therapist now"), an end that names an earlier claim ("I sold the Fiat"), a classless claim
+("I see a new therapist now"), an end that names an earlier claim ("I sold the Fiat", "I gave my goldfish
+to my nephew"), a classless claim
 with a marker that shares the value's words ("I'm the museum's head of collections now"). Such a link
 supersedes its target, and the change is kept after it in the trace whatever time it is about.
 
@@ -123,9 +123,8 @@ def refine(r: Reading, u: AtomicUnit, c: Cues, values: frozenset[str], table: St
     """A reading with what the claim's structure adds (construct/state_cues.py): a role at an
     organisation is an employment, "X's <noun> is <Name>" a role held by that person; a recurring time
     told by a light verb, or a job without a value ("I work weekends"), is a schedule; a classless claim
-    about a time after the utterance that replaces something ("instead") is a plan; a thing given to
-    someone ends its ownership; "no longer" ends the relation's state; a marker ("now", "instead") makes
-    a value of its class a change."""
+    about a time after the utterance that replaces something ("instead") is a plan; "no longer" ends the
+    relation's state; a marker ("now", "instead") makes a value of its class a change."""
     cls, kind = r.cls, r.kind
     if cls is None and c.role_at:
         cls, kind = "employment", "state"
@@ -135,8 +134,6 @@ def refine(r: Reading, u: AtomicUnit, c: Cues, values: frozenset[str], table: St
         cls, kind = "schedule", ("state" if kind == "note" and c.times else kind)
     if cls is None and kind == "state" and c.replaces and _future(u):  # "we're going to Sicily in May instead"
         cls = "plans"
-    if cls is None and c.transfer:
-        cls, kind = "ownership", "end"
     if cls is not None and c.ends:
         kind = "end"
     if cls is not None and kind == "state" and (c.replaces or (c.now and table.is_single(cls))):
