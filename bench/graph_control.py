@@ -4,7 +4,7 @@ into the frozen LLM at all, when the answer is in the graph and only there?
 Generates the control task (`qgmem.training.graph_control`: people whose home and workplace change
 once; test names and values from pools disjoint from training), writes it as a prepared set, trains every
 design with `train.py` (configs/train/smollm2_graph_control.yaml + the design's overrides; a finished
-design is skipped, an unfinished one resumes from ``last/``), then scores each design's ``best/`` checkpoint
+design is skipped, an unfinished one resumes from ``last/``; a scored one's scores are reused), then scores each design's ``best/`` checkpoint
 by exact match: on the dev split (graph only vs shuffled graph only: the design is chosen there) and on
 the held-out test split under every condition of `qgmem.training.control_eval`, with paired bootstrap
 95% intervals, and ends with what each design's tokens look like (norm, spread, nearest vocabulary tokens).
@@ -173,8 +173,15 @@ def main() -> int:
             run([sys.executable, "train.py", "--config", args.config, f"output_dir={out / name}",
                  *DESIGNS[name], *args.overrides])
         rep = json.loads(report.read_text())
-        r = score_design(out / name / "best", data, known, cfg.seed, base.optim.eval_batch_size,
-                         base.data.max_length, base.data.system)
+        scores = out / name / "control_scores.json"  # a rerun (e.g. with one more design) reuses the scoring
+        key = {"control": dataclasses.asdict(cfg), "max_new_tokens": MAX_NEW_TOKENS, "system": base.data.system}
+        cached = json.loads(scores.read_text()) if scores.exists() else {}
+        if cached.get("key") == key:
+            r = cached["scores"]
+        else:
+            r = score_design(out / name / "best", data, known, cfg.seed, base.optim.eval_batch_size,
+                             base.data.max_length, base.data.system)
+            scores.write_text(json.dumps({"key": key, "scores": r}))
         known = {c: r["test"][c] for c in NO_TOKEN}  # no graph token: the same for every design
         r.update(steps=rep["steps"], train_seconds=rep["train_seconds"], best=rep["best"],
                  parameters=rep["parameters"], overrides=DESIGNS[name])
