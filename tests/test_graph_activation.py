@@ -105,6 +105,8 @@ def test_unit_keys_and_person_nodes() -> None:
     assert g.person_rows("Ann").tolist() == [0, 1, 2]  # two said by Ann, one said by Ben about Ann
     assert g.person_rows("ben").tolist() == [2, 3, 4]
     assert g.person_rows("carl").tolist() == []
+    assert g.persons_rows(["Ann", "ben"]).tolist() == [0, 1, 2, 3, 4] and g.persons_rows(["ben"]).tolist() == [2, 3, 4]
+    assert g.persons_rows([]).tolist() == []
     assert sorted(g.speakers) == ["ann", "ben"]
     assert g.units_of("e:tennis").tolist() == [0, 1]
 

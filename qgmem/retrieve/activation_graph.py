@@ -121,6 +121,16 @@ class UnitGraph:
             got = self._person_rows[n] = np.union1d(self.units_of(f"p:{n}"), self.units_of(f"o:{n}")).astype(np.int64)
         return got
 
+    def persons_rows(self, names: Sequence[str]) -> np.ndarray:
+        """Sorted rows of the units of any of these person nodes (kept per set of names)."""
+        key = "\x1f".join(sorted({n.lower() for n in names}))
+        got = self._person_rows.get(key)
+        if got is None:
+            parts = [self.person_rows(n) for n in key.split("\x1f")] if key else []
+            got = self._person_rows[key] = (parts[0] if len(parts) == 1 else
+                                            np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64))
+        return got
+
     def key_weights(self, edges: Iterable[str], max_key_units: int) -> np.ndarray:
         """Per key: 1 / degree for the edge kinds asked for, shared by 2..max_key_units units; else 0
         (computed once per setting)."""
@@ -226,13 +236,13 @@ def person_ranking(graph: UnitGraph, persons: Sequence[str], scores_for: Callabl
     best first, n = depth: an HNSW index keeps its search width) filtered to the person's units;
     `scores_all()` (every unit's score, where the index holds the matrix) serves a person holding more
     than a quarter of the memory."""
-    rows = np.unique(np.concatenate([graph.person_rows(p) for p in persons])) if persons else np.zeros(0, np.int64)
+    rows = graph.persons_rows(persons)
     if not len(rows):
         return []
     if len(rows) > exact_max:
-        hits = search(depth)
-        member = np.isin(np.asarray([r for r, _ in hits], dtype=np.int64), rows)
-        return [int(r) for (r, _), m in zip(hits, member) if m][:depth]
+        hits = np.asarray([r for r, _ in search(depth)], dtype=np.int64)
+        at = np.minimum(np.searchsorted(rows, hits), len(rows) - 1)  # rows is sorted: membership by bisection
+        return [int(r) for r in hits[rows[at] == hits]][:depth]
     # a person holding much of the memory: one pass over the whole (contiguous) matrix beats gathering rows
     scores = scores_all()[rows] if scores_all is not None and 4 * len(rows) > graph.n else scores_for(rows)
     return [int(rows[i]) for i in top_k(rank_scores(scores), depth)]
