@@ -82,12 +82,15 @@ def main() -> int:
         same = [dataclasses.asdict(u) for u in grown.store.units("bench")] == \
             [dataclasses.asdict(u) for u in fresh.store.units("bench")]
         same_traces = grown.store.traces("bench") == fresh.store.traces("bench")
+        g_grown, g_fresh = grown.retriever._index["bench"].graph, fresh.retriever._index["bench"].graph
+        same_graph = [g_grown.keys(i) for i in range(g_grown.n)] == [g_fresh.keys(i) for i in range(g_fresh.n)]
     print(f"namespace: {len(conv.turns()):,} turns in {n_sessions} sessions; new session: {args.session_turns} turns")
     print(f"rebuild (fresh store, whole namespace): {rebuild_s:8.2f} s")
     print(f"add one session to the built store:     {add_s:8.2f} s")
     print(f"ratio add / rebuild: {100 * add_s / rebuild_s:.2f} % (goal <= 2 %)")
-    print(f"grown memory equals a fresh build of the grown conversation: units {same}, traces {same_traces}")
-    return 0 if same and same_traces else 1
+    print(f"grown memory equals a fresh build of the grown conversation: units {same}, traces {same_traces}, "
+          f"graph {same_graph} (graph keys computed by the add: {g_grown.computed} of {g_grown.n} units)")
+    return 0 if same and same_traces and same_graph else 1
 
 
 if __name__ == "__main__":
