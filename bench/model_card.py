@@ -20,6 +20,17 @@ def _licence_lines() -> list[str]:
     ]
 
 
+def _resume_words(weights: dict[str, Any]) -> str:
+    best = weights.get("best", {})
+    sha = str(best.get("requeued", "?"))[:16]
+    if "uninterrupted" in best:
+        same = best["uninterrupted"] == best["requeued"]
+        return (f"the final weights are {'byte-identical to' if same else 'NOT the same as'} an uninterrupted run's "
+                f"(sha256 `{sha}`).")
+    return (f"weights sha256 `{sha}`; this run was not compared with an uninterrupted one (`--no-reference`); the "
+            "standard rehearsal (`python bench/rehearsal.py`) checks that a requeued run ends byte-identical.")
+
+
 def _split_rows(meta: dict[str, Any]) -> list[str]:
     counts, convs = meta["counts"], meta["conversations"]
     return [f"| {s} | {len(convs[s])} | {counts[s]} |" for s in ("train", "val", "test")]
@@ -81,8 +92,7 @@ def model_card(report: dict[str, Any], meta: dict[str, Any], rehearsal: dict[str
         f"fraction {o['warmup_fraction']}, cosine to {o['min_lr_ratio']} x lr, clip {o['clip']}; seed {o['seed']}; "
         f"max_length {cfg['data']['max_length']}; float32, gradient checkpointing. Killed with SIGKILL once last/ "
         f"held step {rehearsal.get('kill', {}).get('last_step_at_kill', '?')} and resumed by the requeued command; "
-        "the final weights are byte-identical to an uninterrupted run's (sha256 "
-        f"`{rehearsal.get('weights', {}).get('best', {}).get('requeued', '?')[:16]}`). Best validation "
+        + _resume_words(rehearsal.get("weights", {})) + " Best validation "
         f"answer loss {best.get('val_loss', float('nan')):.4f} at step {best['step']} (best/, this folder).",
         "",
         "## Held-out metrics (its own test split)",

@@ -207,6 +207,15 @@ def compare_weights(train_out: Path, ref_out: Path) -> dict[str, Any]:
     return res
 
 
+def code_state() -> str:
+    """The commit and the uncommitted changes under qgmem/ (other people's edits land while a rehearsal runs: a
+    prepared set built by other code than the evaluation is no parity failure of the recipe)."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    return hashlib.sha256((git("rev-parse", "HEAD") + git("diff", "HEAD", "--", "qgmem")).encode()).hexdigest()[:16]
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--work", default="runs/rehearsal_cpu", help="folder for everything the rehearsal writes")
@@ -214,14 +223,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--kill-after", type=int, default=2, help="SIGKILL the training once last/ holds this step")
     p.add_argument("--ship", default=None, help="copy best/ + report + model card into this folder")
     p.add_argument("--data-dir", default=None, help="LongMemEval files (default: $QGMEM_DATA_DIR)")
+    p.add_argument("--max-chars", type=int, default=200, help="turns of the written cases cut to this many characters")
+    p.add_argument("--prepare", action="append", default=[], metavar="KEY=VALUE",
+                   help="prepare config override (repeatable), e.g. --prepare max_conversations=199")
     p.add_argument("--fresh", action="store_true", help="delete --work first (default: keep data and prepared set)")
+    p.add_argument("--parity-only", action="store_true",
+                   help="reuse <work>/train and <work>/prepared: run only evaluate.py and the parity checks")
+    p.add_argument("--no-reference", action="store_true",
+                   help="skip the uninterrupted reference run and the sha256 comparison (larger shipping runs)")
     p.add_argument("overrides", nargs="*", help="train config overrides, e.g. encoder.pooling=query")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     from rehearsal_data import write_cases
-    from rehearsal_parity import check_parity, ship
 
     from qgmem.paths import data_dir as default_data_dir
 
@@ -242,32 +257,62 @@ def main(argv: list[str] | None = None) -> int:
     prepare_ov = [f"data_dir={data}", f"answer_filter.llm.cache_dir={work / 'llm_cache'}"]
     if a.reduced:
         prepare_ov += REDUCED_PREPARE + [f"answer_filter.llm.model={work / 'tiny_llm'}"]
-    report: dict[str, Any] = {"work": str(work), "reduced": a.reduced, "overrides": common, "prepare_overrides": prepare_ov,
+    prepare_ov += list(a.prepare)
+    report: dict[str, Any] = {"work": str(work), "reduced": a.reduced, "code_at_start": code_state(), "overrides": common, "prepare_overrides": prepare_ov,
                               "cpu_count": os.cpu_count(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    if not (data / "rehearsal_data.json").exists():
-        report["data"] = phases.run("data", write_cases, Path(a.data_dir) if a.data_dir else default_data_dir(), data)
-    else:
-        report["data"] = json.loads((data / "rehearsal_data.json").read_text())
+    if a.parity_only:
+        prev = json.loads((work / "rehearsal.json").read_text()) if (work / "rehearsal.json").exists() else {}
+        report.update({k: prev[k] for k in ("data", "kill", "weights") if k in prev})
+        report.setdefault("weights", {"best": {"requeued": sha256(out / "best" / "model.safetensors")}})
+        return finish(a, report, phases, work, common, out, prep, data)
+    written = json.loads((data / "rehearsal_data.json").read_text()) if (data / "rehearsal_data.json").exists() else {}
+    if (written.get("context_size"), written.get("max_chars")) != (2, a.max_chars or None):
+        shutil.rmtree(data, ignore_errors=True)
+        written = phases.run("data", write_cases, Path(a.data_dir) if a.data_dir else default_data_dir(), data,
+                             2, a.max_chars or None)
+    report["data"] = written
     phases.run("prepare", run_command, [sys.executable, "-m", "qgmem.cli", "prepare", "--config", TRAIN, "--out",
                                         str(prep), *prepare_ov], work / "prepare.log")
-    for d in (out, ref, work / "results", work / "pipeline_store", work / "parity_validate"):
+    for d in (out, ref):
         shutil.rmtree(d, ignore_errors=True)
     report["kill"] = phases.run("train (killed)", train_killed, common + [f"output_dir={out}"], out,
                                 work / "train_killed.log", a.kill_after)
     log = phases.run("train (requeued)", run_command, accelerate_cmd(common + [f"output_dir={out}"]),
                      work / "train_requeued.log")
     check_resume(log, out, report["kill"]["last_step_at_kill"])
-    phases.run("train (uninterrupted reference)", run_command,
-               accelerate_cmd(common + [f"output_dir={ref}", "eval.test=false"]), work / "train_reference.log")
-    report["weights"] = compare_weights(out, ref)
-    report["parity"] = check_parity(phases, work, common, out, prep, data, run_command, EVAL, TRAIN,
-                                    ["answer.max_tokens=4"] if a.reduced else [])
+    if a.no_reference:  # a shipping run of other sizes: the resume check of the standard rehearsal stands for it
+        report["weights"] = {"best": {"requeued": sha256(out / "best" / "model.safetensors")},
+                             "resumed_from": json.loads((out / "report.json").read_text())["resumed_from"]}
+    else:
+        phases.run("train (uninterrupted reference)", run_command,
+                   accelerate_cmd(common + [f"output_dir={ref}", "eval.test=false"]), work / "train_reference.log")
+        report["weights"] = compare_weights(out, ref)
+    return finish(a, report, phases, work, common, out, prep, data)
+
+
+def finish(a: argparse.Namespace, report: dict[str, Any], phases: Phases, work: Path, common: list[str], out: Path,
+           prep: Path, data: Path) -> int:
+    """evaluate.py, the parity checks, the shipped copy and the record."""
+    from rehearsal_parity import check_parity, ship
+
+    for d in (work / "results", work / "pipeline_store", work / "parity_validate"):
+        shutil.rmtree(d, ignore_errors=True)  # every path builds its memory and answers anew
+    try:
+        report["parity"] = check_parity(phases, work, common, out, prep, data, run_command, EVAL, TRAIN,
+                                        ["answer.max_tokens=4"] if a.reduced else [])
+    except AssertionError as e:
+        if code_state() != report["code_at_start"]:
+            raise RehearsalFailed(f"{e}\n(qgmem/ changed while the rehearsal ran, from {report['code_at_start']} to "
+                                  f"{code_state()}: rerun it on one state of the code)") from None
+        raise
     if a.ship:
         report["shipped"] = str(ship(out, Path(a.ship), report, work))
     report["phases"] = phases.rows
     report["total_wall_s"] = round(sum(r["wall_s"] for r in phases.rows), 1)
     (work / "rehearsal.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(f"[rehearsal] passed in {report['total_wall_s']} s: requeued == uninterrupted (sha256 "
+    same = ("requeued == uninterrupted" if "uninterrupted" in report["weights"]["best"] else
+            "weights not compared in this run (--no-reference / --parity-only)")
+    print(f"[rehearsal] passed in {report['total_wall_s']} s: {same} (sha256 "
           f"{report['weights']['best']['requeued'][:12]}), graph tokens equal in validate, evaluate.py and the "
           f"pipeline for {report['parity']['questions']} validation questions -> {work / 'rehearsal.json'}", flush=True)
     return 0
