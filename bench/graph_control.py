@@ -37,6 +37,9 @@ DESIGNS: dict[str, list[str]] = {
     "query_sentence": QUERY,
     "query_llm": [*QUERY, "encoder.features=llm"],
     "query_llm_words": [*QUERY, "encoder.features=llm", "encoder.token_residual=words"],
+    # one query-aware token (the attended edge's object word): is one token enough once it is the right one?
+    "query_llm_words_k1": ["encoder.pooling=query", "encoder.num_graph_tokens=1", "encoder.features=llm",
+                           "encoder.token_residual=words"],
 }
 DEFAULT_DESIGNS = ["mean_pool", "mean_pool_llm", "query_sentence", "query_llm_words"]
 MAX_NEW_TOKENS = 6  # "Answer: <value>" and the end of turn, or a short sentence naming it
