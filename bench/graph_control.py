@@ -4,7 +4,8 @@ into the frozen LLM at all, when the answer is in the graph and only there?
 Generates the control task (`qgmem.training.graph_control`: people whose home and workplace change
 once; test names and values from pools disjoint from training), writes it as a prepared set, trains every
 design with `train.py` (configs/train/smollm2_graph_control.yaml + the design's overrides; a finished
-design is skipped, an unfinished one resumes from ``last/``; a scored one's scores are reused), then scores each design's ``best/`` checkpoint
+design is skipped, an unfinished one resumes from ``last/``; a scored one's scores are reused), then scores
+each design's ``best/`` checkpoint
 by exact match: on the dev split (graph only vs shuffled graph only: the design is chosen there) and on
 the held-out test split under every condition of `qgmem.training.control_eval`, with paired bootstrap
 95% intervals, and ends with what each design's tokens look like (norm, spread, nearest vocabulary tokens).
@@ -101,9 +102,11 @@ def score_design(ckpt: Path, data: dict[str, list[Any]], known: dict[str, Any], 
     t0 = time.perf_counter()
     dev = score_conditions(model, data["dev"], col, seed=seed, batch_size=batch, max_new_tokens=MAX_NEW_TOKENS,
                            names=GRAPH_ONLY[:2])
-    test = score_conditions(model, data["test"], col, seed=seed, batch_size=batch, max_new_tokens=MAX_NEW_TOKENS, known=known)
+    test = score_conditions(model, data["test"], col, seed=seed, batch_size=batch, max_new_tokens=MAX_NEW_TOKENS,
+                            known=known)
     out = {"dev": dev, "test": test, "dev_differences": comparisons(dev, seed),
-           "test_differences": comparisons(test, seed), "test_named_differences": comparisons(test, seed, "named_per_example"),
+           "test_differences": comparisons(test, seed),
+           "test_named_differences": comparisons(test, seed, "named_per_example"),
            "tokens": token_diagnostics(model, data["test"], col),
            "score_seconds": round(time.perf_counter() - t0, 1)}
     del model
@@ -130,7 +133,8 @@ def em_table(results: dict[str, dict[str, Any]], metric: str = "em") -> str:
 
 def token_table(results: dict[str, dict[str, Any]]) -> str:
     lines = ["| design | token norm | spread across test questions | spread / norm | a token's nearest word = "
-             "answer | nearest vocabulary tokens of the first test question's tokens |", "|---|---:|---:|---:|---:|---|"]
+             "answer | nearest vocabulary tokens of the first test question's tokens |",
+             "|---|---:|---:|---:|---:|---|"]
     for name, r in results.items():
         t = r["tokens"]
         first = t["examples"][0]
@@ -196,7 +200,8 @@ def main() -> int:
     head = (f"control: {', '.join(f'{s} {len(v)}' for s, v in data.items())} questions; per design: "
             + ", ".join(f"{n} {r['steps']} steps, {r['train_seconds']:.0f} s" for n, r in results.items())
             + f"; chosen on dev: {best}")
-    table = (head + "\n\nExact match (test):\n\n" + em_table(results) + "\n\nNames the answer (test; the reply names the "
+    table = (head + "\n\nExact match (test):\n\n" + em_table(results)
+             + "\n\nNames the answer (test; the reply names the "
              "current state and not the old one, in any format):\n\n" + em_table(results, "named") + "\n\n"
              + token_table(results))
     out.mkdir(parents=True, exist_ok=True)

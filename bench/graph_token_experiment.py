@@ -32,6 +32,9 @@ DESIGNS: dict[str, list[str]] = {
     "edge_tokens_scaled": ["encoder.pooling=edges", "encoder.num_graph_tokens=10", "encoder.token_scale=embedding"],
     # half of the training examples without memory text: the token must carry the graph to lower their loss
     "edge_tokens_text_dropout": ["encoder.pooling=edges", "encoder.num_graph_tokens=10", "data.text_dropout=0.5"],
+    # the design that passes the positive control (bench/graph_control.py, bench/RESULTS.md)
+    "query_llm_words": ["encoder.pooling=query", "encoder.num_graph_tokens=3", "encoder.features=llm",
+                        "encoder.token_residual=words"],
 }
 
 
@@ -59,8 +62,6 @@ def token_spread(checkpoint: Path, data_dir: Path) -> dict[str, float]:
     """Norm of a design's graph tokens over the test graphs and their spread across questions (root-mean-square
     distance from the mean token): a spread near 0 means the token is one fixed prompt for every question."""
     import torch
-    from torch_geometric.data import Batch
-
     from qgmem.model.graph_token_lm import GraphTokenLM
     from qgmem.training.examples import ExampleDataset
     from qgmem.training.prepared import load_prepared
@@ -68,8 +69,11 @@ def token_spread(checkpoint: Path, data_dir: Path) -> dict[str, float]:
     meta, splits = load_prepared(data_dir)
     test = ExampleDataset(splits["test"], meta["node_dim"], meta["edge_dim"])
     model = GraphTokenLM.from_pretrained(checkpoint).eval()
+    # through the collator and `graph_tokens`, so that query-pooling designs read each graph's question
+    batch = model.make_collator(int(model.extra.get("max_length") or 2048), system=model.extra.get("system"))(
+        [test[i] for i in range(len(test))])
     with torch.no_grad():
-        tokens = model.graph_encoder(Batch.from_data_list([test[i].graph for i in range(len(test))]))
+        tokens = model.graph_tokens(batch).float()
     spread = float((tokens - tokens.mean(0, keepdim=True)).norm(dim=-1).pow(2).mean().sqrt())
     norm = float(tokens.norm(dim=-1).mean())
     return {"token_norm": norm, "spread": spread, "spread_over_norm": spread / norm,
@@ -78,7 +82,8 @@ def token_spread(checkpoint: Path, data_dir: Path) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
+    ap.add_argument("--designs", nargs="+", default=[d for d in DESIGNS if d != "query_llm_words"],
+                    choices=list(DESIGNS))
     ap.add_argument("--config", default=CONFIG)
     ap.add_argument("--out", default="checkpoints/graph_experiment", help="one folder per design + summary")
     ap.add_argument("overrides", nargs="*", help="key=value overrides of the train config, for every design")

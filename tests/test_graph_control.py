@@ -139,3 +139,25 @@ def test_bad_config_is_refused() -> None:
         ControlConfig(conversations={"train": 1, "test": 1})
     with pytest.raises(ValueError, match="people"):
         ControlConfig(people=1)
+
+
+def test_every_design_of_the_bench_is_a_train_config_the_checks_accept() -> None:
+    """bench/graph_control.py trains each design with the control config + its overrides; the schedule checks
+    (warm-up, validations, saves) must accept each for the control's 400 training questions."""
+    import importlib.util
+    from pathlib import Path
+
+    from qgmem.model.encoder import EncoderConfig
+    from qgmem.training.config import load_train_config, validate_config
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("graph_control_bench", root / "bench" / "graph_control.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert set(bench.DEFAULT_DESIGNS) <= set(bench.DESIGNS) and "mean_pool" in bench.DEFAULT_DESIGNS
+    for name, overrides in bench.DESIGNS.items():
+        cfg = load_train_config(str(root / bench.CONFIG), None, [*overrides, "plan.train_examples=400"])
+        validate_config(cfg)
+        assert isinstance(cfg.encoder, EncoderConfig), name
+    assert load_train_config(str(root / bench.CONFIG), None, bench.DESIGNS["mean_pool"]).encoder == EncoderConfig(
+        hidden=256, heads=4, layers=2, dropout=0.1, num_graph_tokens=1, projector_hidden=1024)

@@ -276,7 +276,8 @@ class GraphTokenEncoder(nn.Module):
             raise ValueError(f"graph node features have dim {x.size(-1)}, encoder expects node_dim={self.cfg.node_dim}")
         ea = batch.edge_attr.to(dev, torch.float32) if getattr(batch, "edge_attr", None) is not None else None
         if ea is not None and ea.size(0) and ea.size(-1) != self.cfg.edge_dim:
-            raise ValueError(f"graph edge features have dim {ea.size(-1)}, encoder expects edge_dim={self.cfg.edge_dim}")
+            raise ValueError(f"graph edge features have dim {ea.size(-1)}, encoder expects "
+                             f"edge_dim={self.cfg.edge_dim}")
         vec = (batch.batch if batch.batch is not None else torch.zeros(x.size(0), dtype=torch.long)).to(dev)
         ei = batch.edge_index.to(dev)
         n_graphs = batch.num_graphs
@@ -336,5 +337,6 @@ def graph_texts(batch: Batch, key: str, expected: int) -> list[str]:
     flat = [t for per_graph in texts for t in per_graph] if texts and isinstance(texts[0], (list, tuple)) \
         else list(texts)
     if len(flat) != expected:
-        raise ValueError(f"graphs have {len(flat)} {key!r} entries for {expected} {'nodes' if key == 'node_text' else 'edges'}")
+        what = "nodes" if key == "node_text" else "edges"
+        raise ValueError(f"graphs have {len(flat)} {key!r} entries for {expected} {what}")
     return [str(t) for t in flat]

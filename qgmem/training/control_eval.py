@@ -165,4 +165,5 @@ def token_diagnostics(model: Any, examples: list[ControlExample], collator: Any,
 
 def without_replies(res: dict[str, dict[str, Any]], keep: int = 5) -> dict[str, dict[str, Any]]:
     """The scores with only the first `keep` replies of each condition (what a summary stores)."""
-    return {n: {**{k: v for k, v in r.items() if k != "replies"}, "replies": r["replies"][:keep]} for n, r in res.items()}
+    return {n: {**{k: v for k, v in r.items() if k != "replies"}, "replies": r["replies"][:keep]}
+            for n, r in res.items()}

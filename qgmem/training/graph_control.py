@@ -71,7 +71,8 @@ class ControlConfig:
             raise ValueError(f"ControlConfig.conversations needs a positive count for each of {SPLITS}, "
                              f"got {self.conversations}")
         if self.people < 2:
-            raise ValueError(f"ControlConfig.people must be >= 2 (distractors come from other people), got {self.people}")
+            raise ValueError(f"ControlConfig.people must be >= 2 (distractors come from other people), "
+                             f"got {self.people}")
         if not 0.0 <= self.graph_only_fraction <= 1.0:
             raise ValueError(f"ControlConfig.graph_only_fraction must be in [0, 1], got {self.graph_only_fraction}")
 
