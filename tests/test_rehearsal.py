@@ -35,10 +35,11 @@ def test_rehearsal_resumes_to_the_uninterrupted_weights_with_one_set_of_graph_to
     meta = json.loads((work / "prepared" / "prepare_meta.json").read_text())
     assert meta["config"]["dataset"] == "convomem-cases" and meta["answer_filter"]["checked"] > 0
 
-    # killed with last/ at step 2, resumed there by the same command, same bytes as the uninterrupted run
-    assert rep["kill"]["last_step_at_kill"] == 2 and rep["kill"]["killed_processes"] >= 3  # launcher + 2 workers
-    w = rep["weights"]
-    assert w["resumed_from"] == [2] and w["steps"] > 2 and w["history_equal"]
+    # killed mid-run once last/ held step 2 (a fast step may land one more before the kill), resumed from the step
+    # held at the kill by the same command, same bytes as the uninterrupted run
+    killed_at, w = rep["kill"]["last_step_at_kill"], rep["weights"]
+    assert 2 <= killed_at < w["steps"] and rep["kill"]["killed_processes"] >= 3  # launcher + 2 workers
+    assert w["resumed_from"] == [killed_at] and w["history_equal"]
     for name in ("best", "last"):
         assert w[name]["requeued"] == w[name]["uninterrupted"], name
     train_log = (work / "train_requeued.log").read_text()
