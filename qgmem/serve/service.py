@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from qgmem import __version__
@@ -135,8 +136,10 @@ class MemoryService:
         return {"namespace": ns, "question": wm.question.text, "items": items, "context_tokens": wm.context_tokens,
                 "timings": timings, "meta": meta}
 
-    def search(self, who: ApiKey | None, namespace: str, question: str, question_time: str | None = None
-               ) -> dict[str, Any]:
+    def _read(self, who: ApiKey | None, namespace: str, question: str, question_time: str | None,
+              call: Callable[[Any], Any]) -> tuple[str, Any, float]:
+        """`call(question)` on the pipeline under the admission gate and the namespace's read lock; a
+        pipeline error becomes the refusal it stands for. Returns (namespace, result, start time)."""
         ns = self._ns(who, namespace)
         q = self._question(ns, question, question_time)
         t0 = time.perf_counter()
@@ -144,23 +147,18 @@ class MemoryService:
             self._ready(ns)
             with self.gate.read(ns):
                 try:
-                    wm = self.pipe.working_memory(q)
+                    return ns, call(q), t0
                 except Exception as e:  # noqa: BLE001
                     raise self._fail(e, ns) from e
+
+    def search(self, who: ApiKey | None, namespace: str, question: str, question_time: str | None = None
+               ) -> dict[str, Any]:
+        ns, wm, t0 = self._read(who, namespace, question, question_time, self.pipe.working_memory)
         return self._reply(ns, wm, t0)
 
     def answer(self, who: ApiKey | None, namespace: str, question: str, question_time: str | None = None
                ) -> dict[str, Any]:
-        ns = self._ns(who, namespace)
-        q = self._question(ns, question, question_time)
-        t0 = time.perf_counter()
-        with self.gate.admit():
-            self._ready(ns)
-            with self.gate.read(ns):
-                try:
-                    ans = self.pipe.answer(q)
-                except Exception as e:  # noqa: BLE001
-                    raise self._fail(e, ns) from e
+        ns, ans, t0 = self._read(who, namespace, question, question_time, self.pipe.answer)
         out = self._reply(ns, ans.working_memory, t0)
         by_label = {it.label: it for it in ans.working_memory.items}
         cited = list(dict.fromkeys(t for lab in ans.cited_labels for t in by_label[lab].turn_ids))
