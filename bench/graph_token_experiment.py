@@ -70,8 +70,9 @@ def token_spread(checkpoint: Path, data_dir: Path) -> dict[str, float]:
     test = ExampleDataset(splits["test"], meta["node_dim"], meta["edge_dim"])
     model = GraphTokenLM.from_pretrained(checkpoint).eval()
     # through the collator and `graph_tokens`, so that query-pooling designs read each graph's question
-    batch = model.make_collator(int(model.extra.get("max_length") or 2048), system=model.extra.get("system"))(
-        [test[i] for i in range(len(test))])
+    collate = model.make_collator(int(model.extra.get("max_length") or 2048), system=model.extra.get("system"))
+    # the examples training scored: one whose question + answer alone exceed max_length is left out there too
+    batch = collate([ex for ex in (test[i] for i in range(len(test))) if collate.fits(ex)])
     with torch.no_grad():
         tokens = model.graph_tokens(batch).float()
     spread = float((tokens - tokens.mean(0, keepdim=True)).norm(dim=-1).pow(2).mean().sqrt())
