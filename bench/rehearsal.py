@@ -25,7 +25,7 @@ frozen LLM and the filter (which then keeps every case: ``answer_filter.min_f1=0
 nothing right), 12 cases, a small encoder. ``--ship DIR`` copies best/ with its training report and a model card
 into DIR (``checkpoints/smollm2_rehearsal`` is the demo's). Everything lands under ``--work``;
 ``<work>/rehearsal.json`` holds the phases' wall and CPU seconds, the load average, the resume and hash evidence
-and the parity numbers. Processes run at nice 10 with one torch thread each.
+and the parity numbers. Processes run at nice 10 with one torch thread each (prepare, one process, with two).
 """
 
 from __future__ import annotations
@@ -53,6 +53,10 @@ TRAIN = "configs/train/rehearsal_cpu.yaml"
 EVAL = "configs/eval/rehearsal_checkpoint.yaml"
 ACCELERATE = "configs/accelerate/cpu_2proc.yaml"
 LAUNCH_BUDGET_S = 3600  # one training launch; past it the launch is killed and the rehearsal fails
+# prepare is one process (the answer filter's greedy answers dominate it): two threads take it from 437 s to ~310 s
+# on 2 cores and keep the same cases, byte for byte (the prepared dataset of a 1-thread run compared equal). A fixed
+# number, not the core count, so the prepared set cannot depend on the machine's size.
+PREPARE_THREADS = 2
 # the reduced form: a tiny Qwen3 (saved by `tiny_llm`) in place of SmolLM2, fewer cases, a small encoder
 REDUCED_PREPARE = ["max_conversations=12", "answer_filter.min_f1=0.0", "answer_filter.max_tokens=4"]
 # (lr 3e-3: the tiny encoder's validation loss moves, so best/ is a real choice among the steps)
@@ -87,17 +91,19 @@ class Phases:
         return out
 
 
-def child_env() -> dict[str, str]:
-    """Environment of every step: one torch thread per process, offline hub and wandb, CPU DDP over gloo."""
-    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+def child_env(threads: int = 1) -> dict[str, str]:
+    """Environment of every step: `threads` torch threads per process (one unless said: training runs two
+    processes on two cores, and the three inference paths compared for parity must share one count), offline hub
+    and wandb, CPU DDP over gloo."""
+    return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false",
             "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_SILENT": "true", "ACCELERATE_USE_CPU": "1",
             "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
-def run_command(cmd: list[str], log: Path, timeout: float = LAUNCH_BUDGET_S) -> str:
+def run_command(cmd: list[str], log: Path, timeout: float = LAUNCH_BUDGET_S, threads: int = 1) -> str:
     """Run `cmd` in the repository root with its output in `log`; its output, or RehearsalFailed."""
     with log.open("w") as f:
-        res = subprocess.run(cmd, cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL, stdout=f,
+        res = subprocess.run(cmd, cwd=ROOT, env=child_env(threads), stdin=subprocess.DEVNULL, stdout=f,
                              stderr=subprocess.STDOUT, timeout=timeout)
     out = log.read_text(errors="replace")
     if res.returncode != 0:
@@ -275,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                              2, a.max_chars or None)
     report["data"] = written
     phases.run("prepare", run_command, [sys.executable, "-m", "qgmem.cli", "prepare", "--config", TRAIN, "--out",
-                                        str(prep), *prepare_ov], work / "prepare.log")
+                                        str(prep), *prepare_ov], work / "prepare.log", threads=PREPARE_THREADS)
     for d in (out, ref):
         shutil.rmtree(d, ignore_errors=True)
     report["kill"] = phases.run("train (killed)", train_killed, common + [f"output_dir={out}"], out,
