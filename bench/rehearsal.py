@@ -53,8 +53,8 @@ TRAIN = "configs/train/rehearsal_cpu.yaml"
 EVAL = "configs/eval/rehearsal_checkpoint.yaml"
 ACCELERATE = "configs/accelerate/cpu_2proc.yaml"
 LAUNCH_BUDGET_S = 3600  # one training launch; past it the launch is killed and the rehearsal fails
-# prepare is one process (the answer filter's greedy answers dominate it): two threads take it from 437 s to ~310 s
-# on 2 cores and keep the same cases, byte for byte (the prepared dataset of a 1-thread run compared equal). A fixed
+# prepare is one process (the answer filter's greedy answers dominate it): two threads take it from 437 s to 294 s
+# on 2 idle cores and keep the same cases, byte for byte (the prepared dataset of a 1-thread run compared equal). A fixed
 # number, not the core count, so the prepared set cannot depend on the machine's size.
 PREPARE_THREADS = 2
 # the reduced form: a tiny Qwen3 (saved by `tiny_llm`) in place of SmolLM2, fewer cases, a small encoder
