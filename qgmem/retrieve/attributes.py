@@ -95,6 +95,17 @@ class _NameIndex:
         big = len(self.vocab) > cells_above
         self._cells = DenseIndex(matrix, ivf=_name_cells(len(self.vocab))) if big else None
         self.matrix = None if big else matrix
+        self._id: dict[str, int] | None = None
+
+    def vector(self, name: str) -> np.ndarray | None:
+        """The stored vector of `name` (matched as the vocabulary holds it: stripped, lower-cased), None when the
+        memory does not name it or its vectors live in IVF cells."""
+        if self.matrix is None:
+            return None
+        if self._id is None:  # built on first use: a process that never asks pays nothing
+            self._id = {n: j for j, n in enumerate(self.vocab)}
+        j = self._id.get(name.strip().lower())
+        return None if j is None else self.matrix[j]
 
     def postings(self, j: int) -> np.ndarray:
         """Rows of the units that name vocabulary entry j, increasing."""
@@ -173,6 +184,12 @@ class AttributeIndex:
         dated = self._tw > 0
         # the longest unit interval bounds how far before the query start an overlapping unit can begin
         self._max_len = int((self._end[dated] - start[dated]).max()) if dated.any() else 0
+
+    def name_vector(self, name: str) -> np.ndarray | None:
+        """The vector the memory stored for an entity or location name at index time (the same in every process
+        that serves the store), None for a name it does not hold."""
+        v = self.entities.vector(name)
+        return v if v is not None else self.locations.vector(name)
 
     def _names(self, idx: _NameIndex, qvecs: list[np.ndarray], threshold: float, scores: dict[int, float],
                max_df: int | None) -> None:

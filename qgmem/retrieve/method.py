@@ -26,7 +26,7 @@ from .dense import DenseIndex, ivf_spec, matvec
 from .documents import UnitTexts
 from .fusion import Ranked, rrf
 from .lexical import LexicalIndex
-from .qcache import encode_queries
+from .qcache import encode_question
 from .query import QueryConstraints, QueryParser
 from .states import question_tense, reorder
 from .states import trace_rows as trace_rows_of
@@ -242,7 +242,8 @@ class QGMemRetriever(MethodBase):
                                "source": c.source}
         gp = ag.plan(text, c.entities, idx.graph, cfg.graph) if idx.graph is not None else None
         t_enc = time.perf_counter()
-        qv, encode_ms = encode_queries(self.embedder, [text, *c.entities, *([c.location] if c.location else [])])
+        qv, encode_ms = encode_question(self.embedder, text, [*c.entities, *([c.location] if c.location else [])],
+                                        idx.attributes.name_vector)
         t_enc = time.perf_counter() - t_enc
         view = PoolView(text=text, constraints=c, qvec=qv[0], rows=[], fused=np.zeros(0))
         ranked = self._channels(idx, c, text, qv, view)
