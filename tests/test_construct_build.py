@@ -178,3 +178,25 @@ def test_a_changed_rule_extractor_extracts_every_window_again(tmp_path, tiny_con
             monkeypatch.setattr(build, "words_digest", lambda names: real(names) + "-edited")
         n = len(conversation_windows(tiny_conversation))
         assert len(build.pending_windows(tiny_conversation, store, BuildConfig())) == n
+
+
+def test_a_changed_trace_rule_regroups_a_stored_memory_without_extracting_it(tmp_path, tiny_conversation,
+                                                                               monkeypatch) -> None:
+    """A store built before a trace change serves today's traces: a benchmark run that passes the stored
+    conversation unchanged regroups once (the old traces are not served) and extracts nothing again."""
+    import qgmem.construct.build as build
+
+    calls = []
+    real = build.build_traces
+    monkeypatch.setattr(build, "build_traces", lambda *a, **k: calls.append(1) or real(*a, **k))
+    with MemoryStore(tmp_path / "s") as store:
+        build_memory(tiny_conversation, "rule", store=store)
+        assert len(calls) == 1
+        build_memory(tiny_conversation, "rule", store=store)
+        assert len(calls) == 1  # current: served as stored
+        monkeypatch.setattr(build, "TRACE_VERSION", build.TRACE_VERSION + 1)  # the trace rules changed
+        report = BuildReport()
+        build_memory(tiny_conversation, "rule", store=store, report=report)
+        assert len(calls) == 2 and report.phases["extraction"].windows == 0
+        build_memory(tiny_conversation, "rule", store=store)
+        assert len(calls) == 2  # regrouped once, then current again

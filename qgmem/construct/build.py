@@ -205,7 +205,7 @@ def build_memory(
         llm = make_backend(cfg.llm)
     ex = _make_extractor(extractor, cfg, llm)
     plan = _plan(conversation, ex, store, cfg)
-    current = _current_memory(conversation, store, cfg, plan, report)
+    current = _current_memory(conversation, store, cfg, plan, report, _consolidation(cfg, extractor, ex))
     if current is not None:  # nothing to do: no write lock, so readers of one store never collide
         return current
     with store.writer():
@@ -233,11 +233,18 @@ def _plan(conversation: Conversation, ex: Extractor, store: MemoryStore, cfg: Bu
     return _Plan(windows, [window_done_key(w, identity) for w in windows], store.done_keys(conversation.id), version)
 
 
+def _consolidation(cfg: BuildConfig, extractor: str | Extractor, ex: Extractor) -> str:
+    if cfg.consolidation != "auto":
+        return cfg.consolidation
+    return "llm" if (extractor == "llm" or getattr(ex, "name", "") == "llm") else "rule"
+
+
 def _current_memory(conversation: Conversation, store: MemoryStore, cfg: BuildConfig, plan: _Plan,
-                    report: BuildReport) -> tuple[list[AtomicUnit], list[MemoryTrace]] | None:
+                    report: BuildReport, consolidation: str) -> tuple[list[AtomicUnit], list[MemoryTrace]] | None:
     """The stored memory when it is complete and was built from exactly this conversation with these
-    settings (the same window keys); None when a build has work to do. The window keys are compared
-    before the stored conversation is loaded: a grown conversation differs there already."""
+    settings (the same window keys) and its traces by today's trace rules; None when a build has work to
+    do. The window keys are compared before the stored conversation is loaded: a grown conversation
+    differs there already."""
     ns = conversation.id
     if not is_complete(store, ns) or store.settings(ns) != {"build": to_dict(cfg)}:
         return None
@@ -248,7 +255,10 @@ def _current_memory(conversation: Conversation, store: MemoryStore, cfg: BuildCo
             return None
     except KeyError:
         return None
-    units, traces = store.units(ns), store.traces(ns)
+    units, by_source = store.units(ns), store.unit_sources(ns)
+    if not store.is_done(ns, _traces_key(units, [k for k in plan.keys if k in by_source], cfg, consolidation)):
+        return None  # the trace rules, words or settings changed since: regroup (nothing is extracted again)
+    traces = store.traces(ns)
     report.add(ns, "extraction", PhaseStats(units=len(units), resumed_windows=len(plan.keys)))
     report.add(ns, "embedding", PhaseStats())
     report.add(ns, "consolidation", PhaseStats(traces=len(traces)))
@@ -312,8 +322,7 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
     window is missing. Grouping reads unit fields only (construct/traces.py), so nothing is encoded."""
     ns = conversation.id
     units = store.units(ns)
-    consolidation = cfg.consolidation if cfg.consolidation != "auto" else (
-        "llm" if (extractor == "llm" or getattr(ex, "name", "") == "llm") else "rule")
+    consolidation = _consolidation(cfg, extractor, ex)
     key = _traces_key(units, sources, cfg, consolidation)
     report.add(ns, "embedding", PhaseStats())
     if store.is_done(ns, key) and store.is_done(ns, TRACES_DONE):
