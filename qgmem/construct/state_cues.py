@@ -121,6 +121,7 @@ class Cues:
     # the 7th of October")
     recurring: bool  # a recurring time: the claim states a schedule
     role_at: bool  # "a line cook at Saffron Row", "started as content lead at X": a role at an organisation
+    works_at: bool  # "I pack bottles at the Milbrook plant": the relation's verb, in the present, at a named place
     ends: bool  # "no longer", "not ... any more": the relation's own state ended
     transfer: bool  # "gave my goldfish to my nephew": the thing went to someone else
     times: frozenset[str]  # time words of the sentence (weekdays, parts of the day, hours, months)
@@ -158,7 +159,26 @@ def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
                 present=_has_phrase(toks, words_of("now") - {"new"}),
                 change=change, timed=timed, departure=_verb_in(relation, words_of("departure")),
                 told_departure=_tells(toks, words_of("departure")), told_retime=_told_retime(toks),
-                recurring=recurring, role_at=role_at, ends=ends, transfer=transfer, times=times)
+                recurring=recurring, role_at=role_at, works_at=_works_at(relation, raw), ends=ends, transfer=transfer,
+                times=times)
+
+
+_HABITUAL_AT = re.compile(r"^[^.!?;]{0,60}?\b(?:at|for)\s+(?:the\s+)?[A-Z][\w'’&-]*")
+
+
+def _works_at(relation: str, raw: str) -> bool:
+    """What a person does at a named organisation, said in the present ("I sell tickets at the Harwick ferry
+    terminal", "she teaches geography at Fairhaven High", "he's still washing dishes at the Blue Heron"):
+    the relation's verb in a present form (base, -s, -ing; not the past) with "at"/"for" and a capitalised
+    name in the words after it. A habit at a place of work is how chat tells a job."""
+    verb = relation.strip().lower().split()[:1]
+    if not verb or verb[0] in ("be", "have", "get", "go", "come", "say", "not"):
+        return False
+    for m in re.finditer(r"[A-Za-z]+", raw):
+        w = m.group(0).lower()
+        if verb[0] in forms(w) and not w.endswith("ed") and (w == verb[0] or w.endswith(("s", "ing"))):
+            return bool(_HABITUAL_AT.match(raw[m.end():]))
+    return False
 
 
 def _is_time(phrase: str) -> bool:

@@ -46,8 +46,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from qgmem.construct.state_cues import Cues, read_cues
-from qgmem.construct.state_links import Linker, read_facts
+from qgmem.construct.state_links import Facts, Linker, read_facts
 from qgmem.construct.state_table import Reading, StateTable, overlap
+from qgmem.construct.turn_changes import turn_links
 from qgmem.types import AtomicUnit, MemoryTrace
 from qgmem.words import load_words
 
@@ -66,8 +67,9 @@ SCHEDULE = "schedule"  # the class whose values are times
 TRACE_WORDS = ("relation_grammar", "state_changes", "state_classes", "state_ignore", "state_relations", "stopwords",
                "subject_modifiers", "unresolved_subjects")
 # part of the traces' build key: bump it when a change of the grouping code changes traces, so stored
-# traces are regrouped instead of served (1: grouping by subject and class; 2: structural links and cues)
-TRACE_VERSION = 2
+# traces are regrouped instead of served (1: grouping by subject and class; 2: structural links and cues;
+# 3: changes told by a whole turn, construct/turn_changes.py, and a habit at a named place as a job)
+TRACE_VERSION = 3
 
 
 @dataclass
@@ -75,6 +77,7 @@ class TraceConfig:
     min_size: int = 2
     update_threshold: float = 0.5  # object-word overlap below this = another value = an update
     max_size: int = 50  # a larger group is split into chronological chunks (keeps trajectories readable)
+    turn_links: bool = True  # a turn that tells a change no triple of it carries links the state it names
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ def refine(r: Reading, u: AtomicUnit, c: Cues, values: frozenset[str], table: St
     about a time after the utterance that replaces something ("instead") is a plan; "no longer" ends the
     relation's state; a marker ("now", "instead") makes a value of its class a change."""
     cls, kind = r.cls, r.kind
-    if cls is None and c.role_at:
+    if cls is None and (c.role_at or (c.works_at and kind == "state" and not r.light)):
         cls, kind = "employment", "state"
     if cls is None and u.relation.strip().lower() == "be" and "'s " in u.subject and _is_name(u.object):
         cls, kind = "relationship", "state"
@@ -174,11 +177,14 @@ def said_key(u: AtomicUnit, position: int) -> tuple[str, int]:
     return ((u.utterance_time or "9999")[:10], position)
 
 
-def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None) -> list[Group]:
+def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None,
+                 turn_texts: Mapping[str, str] | None = None) -> list[Group]:
     """Groups of >= `min_size` units (members in memory-time order), in a canonical order.
 
     A unit that names the earlier state it changes across subjects or classes (construct/state_links.py,
-    in dialogue order) joins that state's trace; every other unit is placed by its subject and class."""
+    in dialogue order) joins that state's trace; every other unit is placed by its subject and class. With
+    `turn_texts` (turn id -> text), a turn that tells a change but holds no update after that joins the
+    earlier state its words name (construct/turn_changes.py)."""
     table = table or StateTable.default()
     speakers = speakers_of(units)
     facts = [read_facts(u, table, speakers) for u in units]
@@ -193,6 +199,19 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
         if got is not None:
             links[i] = got
         linker.add(i)
+    groups = _place(units, cfg, facts, words, readings, links)
+    if turn_texts and cfg.turn_links:
+        handled = {units[m].first_turn for g in groups
+                   for m, role in zip(g.members, _rule_roles_of(units, g, words, table, cfg)[0]) if role == "update"}
+        extra = {i: got for i, got in turn_links(units, turn_texts, handled, table=table).items() if i not in links}
+        if extra:
+            groups = _place(units, cfg, facts, words, readings, {**links, **extra})
+    return groups
+
+
+def _place(units: list[AtomicUnit], cfg: TraceConfig, facts: list[Facts], words: list[frozenset[str]],
+           readings: list[Reading | None], links: dict[int, tuple[int, str]]) -> list[Group]:
+    """Groups from the units' readings and the links of changes to the states they change."""
     group_of: dict[int, tuple[str, str]] = {}
     kinds = {i: r.kind for i, r in enumerate(readings) if r is not None}
     earlier: dict[str, list[tuple[int, str]]] = {}  # subject -> (unit, group key) so far, in memory time
@@ -306,26 +325,27 @@ def rule_roles(group: Group, words: Sequence[frozenset[str]] | Mapping[int, froz
 
 
 def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | None = None,
-                 table: StateTable | None = None) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
+                 table: StateTable | None = None, turn_texts: Mapping[str, str] | None = None
+                 ) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
     """Traces of one namespace and the units with `trace_id`/`trace_role`/`superseded` set (a unit
     whose trace fields are already right is returned as it is, not copied).
 
     `roles_fn(trace_index, members) -> (roles, superseded) | None` may decide roles (the LLM path);
-    None falls back to the rule. Trace ids are `<namespace>/t<i>` in the canonical group order.
+    None falls back to the rule. `turn_texts` (turn id -> text) lets a turn's own words link a change
+    (`group_traces`). Trace ids are `<namespace>/t<i>` in the canonical group order.
     """
     if not units:
         return [], []
     table = table or StateTable.default()
     ns = units[0].namespace
-    groups = group_traces(units, cfg, table)
+    groups = group_traces(units, cfg, table, turn_texts)
     words = [table.object_words(object_text(u)) for u in units]
     fields: dict[int, TraceFields] = {}
     traces: list[MemoryTrace] = []
     for ti, g in enumerate(groups):
         decided = roles_fn(ti, g.members) if roles_fn is not None else None
         if decided is None:
-            decided = rule_roles(g, _schedule_words(units, g) if g.key == SCHEDULE else words,
-                                 not g.is_event and table.is_single(g.key), cfg)
+            decided = _rule_roles_of(units, g, words, table, cfg)
         roles, sup = decided
         tid = f"{ns}/t{ti}"
         for m, role in zip(g.members, roles):
@@ -337,6 +357,12 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
             unit_ids=[units[m].id for m in g.members], roles=list(roles), latest_unit_id=units[stated[-1]].id,
         ))
     return [with_trace(u, fields.get(i, NO_TRACE)) for i, u in enumerate(units)], traces
+
+
+def _rule_roles_of(units: list[AtomicUnit], g: Group, words: list[frozenset[str]], table: StateTable,
+                   cfg: TraceConfig) -> tuple[list[Role], set[int]]:
+    return rule_roles(g, _schedule_words(units, g) if g.key == SCHEDULE else words,
+                      not g.is_event and table.is_single(g.key), cfg)
 
 
 def _schedule_words(units: list[AtomicUnit], g: Group) -> defaultdict[int, frozenset[str]]:

@@ -1,0 +1,184 @@
+"""Changes a whole turn tells when none of its triples carries them (rule path of QGMem §III-A2).
+
+The rule extractor keeps one claim per clause, and often not the clause that changes a state: "I finally
+did it, I handed in my notice at the ferry terminal. Friday was my last shift." gives (X | do | it) and
+(Friday | be | my last shift), so no unit of the turn says what ended. The turn as a whole still does: it
+tells a change (a marker such as "now", "instead", "no longer", "anymore"; a change, retiming or departure
+verb; a relation that ends or changes a state in the word table, in any inflection) and shares its words
+with a turn of the same person told in an earlier session ("I sell tickets at the Harwick ferry terminal").
+Such a turn links its best-matching unit to the earlier turn's best-matching unit, as a change of that
+state (construct/traces.py places and orders the pair).
+
+Words are content stems without the change vocabulary itself, plus a token per kind of time a turn names
+(a weekday, a month, a clock time, a part of the day), so "moved it to September instead" meets "going to
+Sardinia in July". Each shared word counts its inverse turn frequency in the namespace, so in a long
+conversation a word every turn uses links nothing. The person is the speaker, or the one spoken to when
+the turn is a claim about "you" ("So you're giving tours at the observatory now!").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
+from qgmem.construct.state_table import NEGATIONS, StateTable, tokens
+from qgmem.types import AtomicUnit
+
+_SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| still| started| moved| left)\b")
+# "now" that tells no change: a duration ("I've lived here for five years now"), a skill that grew ("I can
+# play two songs now")
+_NOT_A_CHANGE = re.compile(r"\bfor\b.*\bnow\b|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|we|we're|we’re|my|our)\b")
+
+
+@dataclass(frozen=True)
+class TurnLinkConfig:
+    specific_df: int = 4  # a link needs a shared word in at most this many turns of the namespace ...
+    specific_share: float = 0.01  # ... or in at most this share of its turns,
+    min_shared: int = 2  # and this many shared words, unless one of them is in at most `rare_df` turns
+    rare_df: int = 3
+
+
+@dataclass
+class _Turn:
+    id: str
+    speaker: str
+    session: str
+    position: int
+    units: list[int]
+    words: frozenset[str]
+    change_words: frozenset[str] = frozenset()  # words of the sentences that tell a change (none: no change)
+
+
+def _change_words(table: StateTable) -> frozenset[str]:
+    """Stems of the change markers ("instead", "these days"): they tell that something changed, not what."""
+    roles = ("replaces", "now")
+    return frozenset(s for r in roles for p in words_of(r) for s in thing_words(p))
+
+
+def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
+    """A claim (not a question) with a marker ("now", "instead", "no longer"; "new" only before a state's
+    noun: "my new job"; not "for five years now" or "I can play two songs now"), a retiming or departure
+    told in it, or a relation or noun of the word table that ends or changes a state, not negated."""
+    if sentence.rstrip().endswith("?"):
+        return False
+    c = read_cues(sentence, speaker, "", "")
+    toks = [t for t in tokens(sentence) if t[0].isalpha()]
+    negated = any(t in NEGATIONS or t.endswith(("n't", "n’t")) for t in toks)
+    if c.replaces or c.ends or (c.present and not _NOT_A_CHANGE.search(sentence)):
+        return True
+    if (c.told_departure or c.told_retime) and not negated:  # not "I won't quit"
+        return True
+    for k, t in enumerate(toks):
+        if any(w in NEGATIONS or w.endswith("n't") for w in toks[max(0, k - 3):k]):
+            continue  # "I won't quit", "not gonna give up"
+        e = table.head_entry(t, skip_leading=False)
+        if e is not None and e.kind in ("end", "change"):  # "handed in my notice", "got a promotion"
+            return True
+        if t == "new" and any(table.head_entry(w, skip_leading=False) is not None for w in toks[k + 1:k + 3]):
+            return True  # "my new job", "a new flat"
+    return False
+
+
+def _change_sentences(text: str, speaker: str, relations: list[str], table: StateTable) -> list[str]:
+    """The sentences of a turn that tell a change; the whole turn when one of its units' relations (which
+    hold an irregular verb's lemma: "broke up" -> "break up") ends or changes a state."""
+    for rel in relations:
+        e = table.relation(rel)[1]
+        if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):
+            return [text]
+    return [x for x in _SENTENCE.split(text) if _tells_change(x, speaker, table)]
+
+
+def _words(text: str, speaker: str, skip: frozenset[str]) -> frozenset[str]:
+    return (thing_words(text) - skip) | _time_kinds(text, speaker)
+
+
+def _time_kinds(text: str, speaker: str) -> frozenset[str]:
+    times = read_cues(text, speaker, "", "").times
+    kinds = set()
+    for w in times:
+        kinds.add("<weekday>" if w in WEEKDAYS else "<month>" if w in MONTHS else
+                  "<number>" if w.isdigit() else "<clock>")
+    return frozenset(kinds)
+
+
+def _person(turn: _Turn, text: str, previous_speaker: str | None) -> str:
+    low = text.lower()
+    if previous_speaker and previous_speaker != turn.speaker and _SECOND_PERSON.search(low) \
+            and not _FIRST_PERSON.search(low):
+        return previous_speaker
+    return turn.speaker
+
+
+def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], handled: set[str],
+               cfg: TurnLinkConfig | None = None, table: StateTable | None = None) -> dict[int, tuple[int, str]]:
+    """{unit of a change turn: (unit of the earlier turn whose state it changes, "change")} for the change
+    turns not in `handled` (turns that already hold an update)."""
+    cfg = cfg or TurnLinkConfig()
+    table = table or StateTable.default()
+    skip = _change_words(table)
+    turns: dict[str, _Turn] = {}
+    for i, u in enumerate(units):
+        t = turns.get(u.first_turn)
+        if t is None:
+            text = turn_texts.get(u.first_turn)
+            if text is None:
+                continue
+            t = turns[u.first_turn] = _Turn(u.first_turn, u.speaker, u.session_id, i, [], _words(text, u.speaker, skip))
+        t.units.append(i)
+    for t in turns.values():
+        told = _change_sentences(turn_texts[t.id], t.speaker, [units[r].relation for r in t.units], table)
+        t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
+    order = sorted(turns.values(), key=lambda t: t.position)
+    df: dict[str, int] = {}
+    for t in order:
+        for w in t.words:
+            df[w] = df.get(w, 0) + 1
+    n = len(order)
+    idf = {w: math.log(1 + n / d) for w, d in df.items()}
+    specific = max(cfg.specific_df, math.ceil(cfg.specific_share * n))
+    person: dict[str, str] = {}
+    prev: str | None = None
+    for t in order:
+        person[t.id] = _person(t, turn_texts[t.id], prev)
+        prev = t.speaker
+    said: dict[int, frozenset[str]] = {}  # unit -> words of its own sentence
+    out: dict[int, tuple[int, str]] = {}
+    for k, t in enumerate(order):
+        if not t.change_words or t.id in handled:
+            continue
+        best: tuple[float, int] | None = None
+        for j in range(k - 1, -1, -1):
+            o = order[j]
+            if o.session == t.session or person[o.id] != person[t.id]:
+                continue
+            for r in o.units:
+                if units[r].relation.strip().lower() == "say":
+                    continue
+                if r not in said:
+                    said[r] = _words(sentence(units[r].text, units[r].speaker), units[r].speaker, skip)
+                shared = t.change_words & said[r]
+                if any(df.get(w, 0) <= specific for w in shared) and (len(shared) >= cfg.min_shared or any(
+                        df.get(w, 0) <= cfg.rare_df for w in shared)):
+                    weight = sum(idf.get(w, 0.0) for w in shared)
+                    if best is None or weight > best[0]:
+                        best = (weight, r)
+        if best is not None:
+            out[_best_unit(units, t.units, said[best[1]], table)] = (best[1], "change")
+    return out
+
+
+def _best_unit(units: list[AtomicUnit], rows: list[int], words: frozenset[str], table: StateTable) -> int:
+    """The unit of a turn whose own words meet `words` most; a claim (not "say") first, then dialogue order."""
+    def score(r: int) -> tuple[int, int, int]:
+        u = units[r]
+        mine = thing_words(u.text) | thing_words(u.object)
+        return (u.relation.strip().lower() != "say", len(mine & words), -r)
+
+    return max(rows, key=score)
+

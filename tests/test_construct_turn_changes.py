@@ -1,0 +1,95 @@
+"""Changes told by a whole turn (construct/turn_changes.py): a turn that tells a change none of its triples
+carries links its best unit to the earlier state of the same person its words name, and the cases where
+no state changed form no link.
+
+Units are written by hand as the rule extractor makes them (one claim per clause, often the wrong one), with
+the turn texts beside them, as `build_memory` passes them.
+"""
+
+from __future__ import annotations
+
+from qgmem.construct.traces import TraceConfig, build_traces
+from qgmem.construct.turn_changes import turn_links
+from qgmem.types import AtomicUnit
+
+
+def _u(i: int, session: int, speaker: str, subject: str, relation: str, obj: str, text: str) -> AtomicUnit:
+    turn = f"D{session}:{i}"
+    return AtomicUnit(id=f"n/u{i}", namespace="n", session_id=f"S{session}", text=f"{speaker}: {text}",
+                      first_turn=turn, last_turn=turn, turn_ids=[turn], speaker=speaker, subject=subject,
+                      relation=relation, object=obj, utterance_time=f"2023-0{session}-10")
+
+
+def _chat(*rows: tuple[int, int, str, str, str, str, str]) -> tuple[list[AtomicUnit], dict[str, str]]:
+    """Units, one per turn, and the turn texts (a row's text is the whole turn; the unit keeps the sentence
+    of its claim, the one that holds its object, else the first)."""
+    def claim(text: str, obj: str) -> str:
+        parts = [p for p in text.split(". ") if obj.split()[-1] in p]
+        return (parts or text.split(". "))[0]
+
+    units = [_u(i, s, sp, subj, rel, obj, claim(text, obj)) for i, s, sp, subj, rel, obj, text in rows]
+    return units, {u.first_turn: row[6] for u, row in zip(units, rows)}
+
+
+def _changed(units: list[AtomicUnit], texts: dict[str, str] | None) -> list[tuple[str, str]]:
+    """(superseded unit, the update after it in its trace) pairs, by unit id."""
+    new, traces = build_traces(units, TraceConfig(), turn_texts=texts)
+    by = {u.id: u for u in new}
+    return sorted((e, uid) for t in traces for k, (uid, role) in enumerate(zip(t.unit_ids, t.roles))
+                  if role == "update" for e in t.unit_ids[:k] if by[e].superseded)
+
+
+OLD_JOB = (1, 1, "Tamsin", "Tamsin", "fix", "bicycles",
+           "Not bad. I fix bicycles at the Quayside cycle workshop, mostly punctures.")
+SMALL_TALK = (2, 1, "Oren", "Oren", "want", "a new bell", "I want a new bell for mine. Any tips?")
+
+
+def test_a_turn_that_tells_a_change_links_the_state_its_words_name() -> None:
+    units, texts = _chat(OLD_JOB, SMALL_TALK,
+                         (3, 2, "Tamsin", "Tamsin", "be", "glad",
+                          "I'm glad it's over. I handed in my notice at the cycle workshop in May."))
+    assert _changed(units, None) == []  # the triples alone: (Tamsin | be | glad) changes nothing
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+def test_a_change_said_about_the_one_spoken_to_is_theirs() -> None:
+    units, texts = _chat(OLD_JOB, SMALL_TALK, (3, 2, "Tamsin", "Tamsin", "have", "a long week", "I had a long week."),
+                         (4, 2, "Oren", "Oren", "be", "proud",
+                          "So you're running the cycle workshop at Quayside now! Congratulations."))
+    assert _changed(units, texts) == [("n/u1", "n/u4")]
+
+
+def test_no_link_without_a_change_a_later_session_or_the_same_person() -> None:
+    restated = (3, 2, "Tamsin", "Tamsin", "be", "busy", "Busy again. The cycle workshop at Quayside is packed.")
+    assert _changed(*_chat(OLD_JOB, SMALL_TALK, restated)) == []  # a restatement tells no change
+    same_session = (3, 1, "Tamsin", "Tamsin", "be", "glad", "I'm quitting the cycle workshop at Quayside now.")
+    assert _changed(*_chat(OLD_JOB, SMALL_TALK, same_session)) == []
+    other = (3, 2, "Oren", "Oren", "be", "glad", "I work at the cycle workshop at Quayside now.")
+    assert _changed(*_chat(OLD_JOB, SMALL_TALK, other)) == []  # Oren's words name Tamsin's state
+
+
+def test_a_negated_change_a_question_a_duration_or_a_skill_is_no_change() -> None:
+    for said in ("I won't quit the cycle workshop at Quayside, whatever happens.",
+                 "Should I quit the cycle workshop at Quayside?",
+                 "I've been at the cycle workshop at Quayside for six years now.",
+                 "I can fix a wheel at the cycle workshop at Quayside in ten minutes now."):
+        units, texts = _chat(OLD_JOB, SMALL_TALK, (3, 2, "Tamsin", "Tamsin", "be", "x", said))
+        assert turn_links(units, texts, set()) == {}, said
+
+
+def test_a_word_every_turn_uses_links_nothing_in_a_long_conversation() -> None:
+    rows = [OLD_JOB, SMALL_TALK]
+    for k in range(3, 203):  # 200 turns of the two that all talk about the cycle workshop
+        who = "Tamsin" if k % 2 else "Oren"
+        rows.append((k, 1 + k // 60, who, who, "like", "it", f"The workshop is fun, {k} bikes today."))
+    rows.append((203, 5, "Tamsin", "Tamsin", "be", "done", "I'm done with the workshop now, time for a change."))
+    units, texts = _chat(*rows)
+    assert all(u != "n/u203" for _, u in _changed(units, texts))
+
+
+def test_a_turn_that_already_holds_an_update_is_left_to_it() -> None:
+    units, texts = _chat(OLD_JOB, SMALL_TALK,
+                         (3, 2, "Tamsin", "Tamsin", "be", "glad",
+                          "I'm glad it's over. I handed in my notice at the cycle workshop in May."))
+    assert turn_links(units, texts, {"D2:3"}) == {}
+    assert turn_links(units, texts, set()) == {2: (0, "change")}
