@@ -1,0 +1,70 @@
+"""The second held-out knowledge-update set (tests/fixtures/updates_heldout2/, written by a helper blind to
+the method and committed before any measurement): its labels are valid, it shares no speaker with the
+sets rules were developed on nor benchmark vocabulary, and the shared measurement runs on it and counts
+every label. As for the first held-out set, no threshold is asserted: the rates are reported
+(`bench/update_fixtures.py --set heldout2`, bench/RESULTS.md), and nothing may be tuned on it.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+import pytest
+
+from qgmem.testing.update_fixtures import KINDS, STATES, load_update_fixtures
+from qgmem.testing.update_report import measure, misses_text, table
+from test_no_benchmark_vocabulary import TOPIC_WORDS, _data_dir, benchmark_speakers
+from test_updates import FIXTURES as IN_SAMPLE
+
+FIXTURES = IN_SAMPLE.parents[1]
+HELD_OUT_2 = FIXTURES / "updates_heldout2" / "conversations.json"
+DEVELOPED_ON = [FIXTURES / s / "conversations.json" for s in ("updates", "updates_dev", "updates_heldout")]
+ROLES = ("user", "assistant")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return load_update_fixtures(HELD_OUT_2)
+
+
+def test_labels_are_valid_and_cover_every_state_and_kind(cases) -> None:
+    assert len(cases) >= 36
+    kinds, states = collections.Counter(), collections.Counter()
+    for c in cases:
+        conv = c.conversation
+        turns = list(t.id for t in conv.turns())
+        assert len(conv.speakers) == 2 and 2 <= len(conv.sessions) <= 3 and conv.questions
+        for u in c.updates:  # an update replaces a state told in an earlier turn
+            assert turns.index(u.old) < turns.index(u.new), (conv.id, u)
+        for q in conv.questions:
+            kinds[q.meta["kind"]] += 1
+            assert q.evidence and q.question_time >= conv.sessions[-1].date
+        states.update(u.state for u in c.updates)
+    assert set(kinds) == set(KINDS) and set(states) == set(STATES) and sum(states.values()) >= 50
+    assert sum(1 for c in cases if not c.updates) >= 2  # chats where nothing changes
+    assert sum(1 for c in cases if tuple(c.conversation.speakers) == ROLES) >= 4
+
+
+def test_shares_no_speaker_with_the_sets_rules_were_developed_on_nor_benchmark_vocabulary(cases) -> None:
+    inside = {s for p in DEVELOPED_ON for c in load_update_fixtures(p) for s in c.conversation.speakers}
+    held = {s for c in cases for s in c.conversation.speakers} - set(ROLES)
+    assert not (inside - set(ROLES)) & held
+    words = {*TOPIC_WORDS, *benchmark_speakers(_data_dir())}
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(words))) + r")(?![\w-])", re.IGNORECASE)
+    texts = [t.text for c in cases for t in c.conversation.turns()] + [q.text for c in cases
+                                                                        for q in c.conversation.questions]
+    assert not [m for t in texts for m in pattern.findall(t)]
+
+
+def test_the_measurement_runs_on_the_set_and_counts_every_label(cases, tmp_path) -> None:
+    report = measure("held-out 2", HELD_OUT_2, tmp_path)
+    print("\n" + table([report]) + "\n\n" + misses_text(report))
+    assert report.conversations == len(cases)
+    assert report.traced.total == sum(len(c.updates) for c in cases)
+    assert {s: r.total for s, r in report.traced_by_state.items()} == {
+        s: sum(u.state == s for c in cases for u in c.updates) for s in STATES}
+    assert report.subjects.total == sum(len(c.subjects) for c in cases)
+    labelled = {(c.conversation.id, u.old, u.new) for c in cases for u in c.updates}
+    missed = [(m.conversation, m.update.old, m.update.new) for m in report.misses]
+    assert len(missed) == report.traced.total - report.traced.hits and set(missed) <= labelled
