@@ -8,6 +8,8 @@ the turn texts beside them, as `build_memory` passes them.
 
 from __future__ import annotations
 
+import dataclasses
+
 from qgmem.construct.traces import TraceConfig, build_traces
 from qgmem.construct.turn_changes import turn_links
 from qgmem.types import AtomicUnit
@@ -87,9 +89,33 @@ def test_a_word_every_turn_uses_links_nothing_in_a_long_conversation() -> None:
     assert all(u != "n/u203" for _, u in _changed(units, texts))
 
 
-def test_a_turn_that_already_holds_an_update_is_left_to_it() -> None:
+def test_a_turn_whose_update_already_supersedes_the_state_is_left_to_it() -> None:
     units, texts = _chat(OLD_JOB, SMALL_TALK,
                          (3, 2, "Tamsin", "Tamsin", "be", "glad",
                           "I'm glad it's over. I handed in my notice at the cycle workshop in May."))
-    assert turn_links(units, texts, {"D2:3"}) == {}
-    assert turn_links(units, texts, set()) == {2: (0, "change")}
+    assert turn_links(units, texts, {}) == {2: (0, "change")}
+    assert turn_links(units, texts, {2: {0}}) == {}  # its update supersedes the job already
+    assert turn_links(units, texts, {2: {1}}) == {}  # its one unit is an update of something else
+    # another unit of the turn, not an update, links the state the update left alone
+    extra = _u(4, 2, "Tamsin", "Tamsin", "sell", "my old bell", "I sold my old bell")
+    units.append(dataclasses.replace(extra, first_turn="D2:3", last_turn="D2:3", turn_ids=["D2:3"]))
+    assert turn_links(units, texts, {2: {1}}) == {3: (0, "change")}
+
+
+def test_a_habit_at_a_named_place_is_a_job_that_a_new_one_replaces() -> None:
+    units, _ = _chat((1, 1, "Tamsin", "Tamsin", "fix", "bicycles", "I fix bicycles at the Quayside workshop."),
+                     (2, 2, "Tamsin", "Tamsin", "start at", "the Harbour library", "I started at the Harbour library."))
+    assert _changed(units, None) == [("n/u1", "n/u2")]
+    past, _ = _chat((1, 1, "Tamsin", "Tamsin", "fix", "bicycles", "I fixed bicycles at the Quayside workshop once."),
+                    (2, 2, "Tamsin", "Tamsin", "start at", "the Harbour library", "I started at the Harbour library."))
+    assert _changed(past, None) == []  # a past deed at a place is no job held
+
+
+def test_a_phrasal_end_ends_the_state_its_object_names_and_a_bare_loss_does_not() -> None:
+    swim = (1, 1, "Tamsin", "Tamsin", "be in", "the Lowfield sea swimmers", "I'm in the Lowfield sea swimmers.")
+    units, _ = _chat(swim, (2, 2, "Tamsin", "Tamsin", "give up", "the Lowfield sea swimmers",
+                            "I gave up the Lowfield sea swimmers."))
+    assert _changed(units, None) == [("n/u1", "n/u2")]
+    units, _ = _chat(swim, (2, 2, "Tamsin", "Tamsin", "lose", "my Lowfield sea swimmers cap",
+                            "I lost my Lowfield sea swimmers cap."))
+    assert _changed(units, None) == []

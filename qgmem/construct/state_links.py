@@ -139,9 +139,9 @@ class Linker:
         if f.say:
             return None
         # an end of a class of its own ("sold the Fiat"), a departure ("quit judo"; not "lost my keys"), "no
-        # longer", a thing given away
+        # longer", a thing given away, an end of the state its object names ("gave up the sea swimmers")
         ends = f.cues.transfer or (r is not None and r.kind == "end" and (
-            f.cues.ends or ((r.cls is not None or f.cues.departure) and not _negated(u.relation))))
+            f.cues.ends or ((r.cls is not None or f.cues.departure or _phrasal_end(r)) and not _negated(u.relation))))
         if (f.cues.departure or ends) and f.own_words:  # "Mrs. X retired", "Northgate laid off forty of us"
             j = self._latest(i, lambda j: self._held_by(i, j, departure=f.cues.departure))
             if j is not None:
@@ -204,6 +204,12 @@ class Linker:
             return self._role(j)
         ri = self.readings[i]
         return ri is not None and ri.cls == rj.cls
+
+
+def _phrasal_end(r: Reading) -> bool:
+    """A phrasal verb that ends the state its object names ("gave up the sea swimmers", "pulled out of the
+    race"): a deliberate end, unlike a bare "lost a friend"."""
+    return r.from_object and " " in r.lemma
 
 
 def _negated(relation: str) -> bool:

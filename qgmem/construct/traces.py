@@ -201,9 +201,11 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
         linker.add(i)
     groups = _place(units, cfg, facts, words, readings, links)
     if turn_texts and cfg.turn_links:
-        handled = {units[m].first_turn for g in groups
-                   for m, role in zip(g.members, _rule_roles_of(units, g, words, table, cfg)[0]) if role == "update"}
-        extra = {i: got for i, got in turn_links(units, turn_texts, handled, table=table).items() if i not in links}
+        updates: dict[int, set[int]] = {}  # update -> the members of its trace it supersedes
+        for g in groups:
+            roles, sup = _rule_roles_of(units, g, words, table, cfg)
+            updates.update({m: sup & set(g.members) for m, role in zip(g.members, roles) if role == "update"})
+        extra = {i: got for i, got in turn_links(units, turn_texts, updates, table=table).items() if i not in links}
         if extra:
             groups = _place(units, cfg, facts, words, readings, {**links, **extra})
     return groups

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
-from qgmem.construct.state_table import NEGATIONS, StateTable, tokens
+from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, StateTable, tokens
 from qgmem.types import AtomicUnit
 
 _SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| still| started| moved| left)\b")
@@ -52,6 +52,7 @@ class _Turn:
     units: list[int]
     words: frozenset[str]
     change_words: frozenset[str] = frozenset()  # words of the sentences that tell a change (none: no change)
+    told: str = ""  # those sentences
 
 
 def _change_words(table: StateTable) -> frozenset[str]:
@@ -76,6 +77,10 @@ def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
     for k, t in enumerate(toks):
         if any(w in NEGATIONS or w.endswith("n't") for w in toks[max(0, k - 3):k]):
             continue  # "I won't quit", "not gonna give up"
+        if k + 1 < len(toks) and t not in AUXILIARIES:  # a phrasal verb ("dropped out", "split up"); a bare
+            _, e, neg, rest = table.relation(f"{t} {toks[k + 1]}")  # verb says too little here ("would quit")
+            if e is not None and not neg and not rest and e.kind in ("end", "change") and e.use != "head":
+                return True
         e = table.head_entry(t, skip_leading=False)
         if e is not None and e.kind in ("end", "change"):  # "handed in my notice", "got a promotion"
             return True
@@ -115,10 +120,12 @@ def _person(turn: _Turn, text: str, previous_speaker: str | None) -> str:
     return turn.speaker
 
 
-def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], handled: set[str],
+def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
                cfg: TurnLinkConfig | None = None, table: StateTable | None = None) -> dict[int, tuple[int, str]]:
-    """{unit of a change turn: (unit of the earlier turn whose state it changes, "change")} for the change
-    turns not in `handled` (turns that already hold an update)."""
+    """{unit of a change turn: (unit of an earlier session's turn whose state it changes, "change")}.
+
+    `updates`: the units that already are updates, each with the units it supersedes. A turn whose update
+    already supersedes the state its words name is left as it is; else one of its other units links it."""
     cfg = cfg or TurnLinkConfig()
     table = table or StateTable.default()
     skip = _change_words(table)
@@ -134,6 +141,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], handled: 
     for t in turns.values():
         told = _change_sentences(turn_texts[t.id], t.speaker, [units[r].relation for r in t.units], table)
         t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
+        t.told = " ".join(told)
     order = sorted(turns.values(), key=lambda t: t.position)
     df: dict[str, int] = {}
     for t in order:
@@ -142,24 +150,25 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], handled: 
     n = len(order)
     idf = {w: math.log(1 + n / d) for w, d in df.items()}
     specific = max(cfg.specific_df, math.ceil(cfg.specific_share * n))
-    person: dict[str, str] = {}
+    person: dict[str, str] = {}  # whose state a turn tells (of a change turn: its change sentences)
+    changer: dict[str, str] = {}
     prev: str | None = None
     for t in order:
         person[t.id] = _person(t, turn_texts[t.id], prev)
+        changer[t.id] = _person(t, t.told, prev)
         prev = t.speaker
     said: dict[int, frozenset[str]] = {}  # unit -> words of its own sentence
     out: dict[int, tuple[int, str]] = {}
     for k, t in enumerate(order):
-        if not t.change_words or t.id in handled:
+        free = [r for r in t.units if r not in updates]
+        if not t.change_words or not free:
             continue
         best: tuple[float, int] | None = None
         for j in range(k - 1, -1, -1):
             o = order[j]
-            if o.session == t.session or person[o.id] != person[t.id]:
+            if o.session == t.session or person[o.id] != changer[t.id]:
                 continue
-            for r in o.units:
-                if units[r].relation.strip().lower() == "say":
-                    continue
+            for r in o.units:  # a whole-turn unit ("say") is a state too, as a target
                 if r not in said:
                     said[r] = _words(sentence(units[r].text, units[r].speaker), units[r].speaker, skip)
                 shared = t.change_words & said[r]
@@ -168,8 +177,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], handled: 
                     weight = sum(idf.get(w, 0.0) for w in shared)
                     if best is None or weight > best[0]:
                         best = (weight, r)
-        if best is not None:
-            out[_best_unit(units, t.units, said[best[1]], table)] = (best[1], "change")
+        if best is not None and not any(best[1] in updates[r] for r in t.units if r in updates):
+            out[_best_unit(units, free, said[best[1]], table)] = (best[1], "change")
     return out
 
 
