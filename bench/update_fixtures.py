@@ -1,13 +1,15 @@
 """Knowledge-update figures of the in-sample and held-out fixture sets, side by side.
 
-    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2|dev|develop] [--failures] [--json PATH]
+    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2|heldout3|dev|develop] [--failures] [--json PATH]
 
 in-sample: tests/fixtures/updates/ (the word lists were iterated on it); dev: tests/fixtures/updates_dev/
 (written before the structural trace rules, developed on); held-out: tests/fixtures/updates_heldout/
 (written before any tuning on it, measured twice, then its misses read and the turn-level rules of
 construct/turn_changes.py developed on it: a development set since 2026-12-02); held-out 2:
-tests/fixtures/updates_heldout2/ (written blind to the method before any measurement; nothing may be
-tuned on it). `develop` = in-sample, dev and held-out, the sets a change may be looked at on. Each set is
+tests/fixtures/updates_heldout2/ (written blind to the method, measured once at f0bf482, then developed
+on: a development set since a7d90fd); held-out 3: tests/fixtures/updates_heldout3/ (written blind to the
+method before any measurement; nothing may be tuned on it). `develop` = in-sample, dev, held-out and
+held-out 2, the sets a change may be looked at on. Each set is
 built with the real rule extractor into a fresh temporary store and measured by
 `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with
 counts and percentages; `--failures` adds every labelled update that formed no trace, with the units the
@@ -29,9 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.json",
         "held-out": ROOT / "tests" / "fixtures" / "updates_heldout" / "conversations.json",
         "dev": ROOT / "tests" / "fixtures" / "updates_dev" / "conversations.json",
-        "held-out 2": ROOT / "tests" / "fixtures" / "updates_heldout2" / "conversations.json"}
-CHOICES = {"both": ("in-sample", "held-out 2"), "in-sample": ("in-sample",), "heldout": ("held-out",),
-           "heldout2": ("held-out 2",), "dev": ("dev",), "develop": ("in-sample", "dev", "held-out")}
+        "held-out 2": ROOT / "tests" / "fixtures" / "updates_heldout2" / "conversations.json",
+        "held-out 3": ROOT / "tests" / "fixtures" / "updates_heldout3" / "conversations.json"}
+CHOICES = {"both": ("in-sample", "held-out 3"), "in-sample": ("in-sample",), "heldout": ("held-out",),
+           "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "dev": ("dev",),
+           "develop": ("in-sample", "dev", "held-out", "held-out 2")}
 
 
 def run(names: tuple[str, ...]) -> list[UpdateReport]:
