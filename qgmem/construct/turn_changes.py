@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
-from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, StateTable, tokens
+from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 from qgmem.types import AtomicUnit
 
 _SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| still| started| moved| left)\b")
 # "now" that tells no change: a duration ("I've lived here for five years now"), a skill that grew ("I can
 # play two songs now")
 _NOT_A_CHANGE = re.compile(r"\bfor\b.*\bnow\b|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
+_PARTICLES = PARTICLES | PREPOSITIONS
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|we|we're|we’re|my|our)\b")
 
@@ -61,6 +63,7 @@ def _change_words(table: StateTable) -> frozenset[str]:
     return frozenset(s for r in roles for p in words_of(r) for s in thing_words(p))
 
 
+@lru_cache(maxsize=200_000)
 def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
     """A claim (not a question) with a marker ("now", "instead", "no longer"; "new" only before a state's
     noun: "my new job"; not "for five years now" or "I can play two songs now"), a retiming or departure
@@ -77,8 +80,9 @@ def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
     for k, t in enumerate(toks):
         if any(w in NEGATIONS or w.endswith("n't") for w in toks[max(0, k - 3):k]):
             continue  # "I won't quit", "not gonna give up"
-        if k + 1 < len(toks) and t not in AUXILIARIES:  # a phrasal verb ("dropped out", "split up"); a bare
-            _, e, neg, rest = table.relation(f"{t} {toks[k + 1]}")  # verb says too little here ("would quit")
+        # a phrasal verb ("dropped out", "split up"); a bare verb says too little here ("would quit")
+        if k + 1 < len(toks) and toks[k + 1] in _PARTICLES and t not in AUXILIARIES:
+            _, e, neg, rest = table.relation(f"{t} {toks[k + 1]}")
             if e is not None and not neg and not rest and e.kind in ("end", "change") and e.use != "head":
                 return True
         e = table.head_entry(t, skip_leading=False)
@@ -99,6 +103,7 @@ def _change_sentences(text: str, speaker: str, relations: list[str], table: Stat
     return [x for x in _SENTENCE.split(text) if _tells_change(x, speaker, table)]
 
 
+@lru_cache(maxsize=200_000)
 def _words(text: str, speaker: str, skip: frozenset[str]) -> frozenset[str]:
     return (thing_words(text) - skip) | _time_kinds(text, speaker)
 
@@ -157,28 +162,32 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         person[t.id] = _person(t, turn_texts[t.id], prev)
         changer[t.id] = _person(t, t.told, prev)
         prev = t.speaker
+    turn_of = {r: k for k, t in enumerate(order) for r in t.units}
     said: dict[int, frozenset[str]] = {}  # unit -> words of its own sentence
+    holding: dict[str, list[int]] = {}  # a specific word -> the units whose sentence holds it (a link needs one)
+    for r in turn_of:
+        said[r] = _words(sentence(units[r].text, units[r].speaker), units[r].speaker, skip)
+        for w in said[r]:
+            if df.get(w, 0) <= specific:
+                holding.setdefault(w, []).append(r)
     out: dict[int, tuple[int, str]] = {}
     for k, t in enumerate(order):
         free = [r for r in t.units if r not in updates]
         if not t.change_words or not free:
             continue
-        best: tuple[float, int] | None = None
-        for j in range(k - 1, -1, -1):
-            o = order[j]
-            if o.session == t.session or person[o.id] != changer[t.id]:
+        candidates = {r for w in t.change_words for r in holding.get(w, ())}
+        best: tuple[float, int, int] | None = None  # (weight, turn position, -row): the latest turn on a tie
+        for r in candidates:  # a whole-turn unit ("say") is a state too, as a target
+            o = order[turn_of[r]]
+            if turn_of[r] >= k or o.session == t.session or person[o.id] != changer[t.id]:
                 continue
-            for r in o.units:  # a whole-turn unit ("say") is a state too, as a target
-                if r not in said:
-                    said[r] = _words(sentence(units[r].text, units[r].speaker), units[r].speaker, skip)
-                shared = t.change_words & said[r]
-                if any(df.get(w, 0) <= specific for w in shared) and (len(shared) >= cfg.min_shared or any(
-                        df.get(w, 0) <= cfg.rare_df for w in shared)):
-                    weight = sum(idf.get(w, 0.0) for w in shared)
-                    if best is None or weight > best[0]:
-                        best = (weight, r)
-        if best is not None and not any(best[1] in updates[r] for r in t.units if r in updates):
-            out[_best_unit(units, free, said[best[1]], table)] = (best[1], "change")
+            shared = t.change_words & said[r]
+            if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared):
+                key = (sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
+                if best is None or key > best:
+                    best = key
+        if best is not None and not any(-best[2] in updates[r] for r in t.units if r in updates):
+            out[_best_unit(units, free, said[-best[2]], table)] = (-best[2], "change")
     return out
 
 
