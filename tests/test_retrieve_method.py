@@ -182,9 +182,10 @@ def test_build_through_store_caches_units_and_embeddings(tiny_conversation, tmp_
         r = QGMemRetriever(st, RetrievalConfig())
         r.build(tiny_conversation)
         assert st.units("c1") and st.is_done("c1", "traces")
-        # claim-only dense documents (dense_source off); no raw-turn vectors while the turn channels are off
-        kinds = [k for k in ("retrieval-doc-s0-c0", "turns") if st.get_embeddings("c1", k) is not None]
-        assert kinds == ["retrieval-doc-s0-c0"]
+        # dense documents with the source span and a neighbouring turn; no raw-turn vectors (turn channels off)
+        stored = ("retrieval-doc-s1-c1", "retrieval-doc-s0-c0", "turns")
+        kinds = [k for k in stored if st.get_embeddings("c1", k) is not None]
+        assert kinds == ["retrieval-doc-s1-c1"]
         wm = r.activate(tiny_conversation.questions[0], k=5)
         assert "D2:1" in wm.turn_ids()
         n_units = len(st.units("c1"))
