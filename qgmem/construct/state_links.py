@@ -95,20 +95,40 @@ class Linker:
         self.units, self.facts, self.readings, self.table = units, facts, readings, table
         self.threshold = threshold
         self.earlier: list[int] = []  # units so far, in dialogue order
+        self.position: dict[int, int] = {}  # unit -> its place in `earlier`
         self.classes: set[tuple[str, str]] = set()  # (subject, class) of the units so far
+        # every test of a target needs a shared word (of its value, or of what it mentions) or its subject:
+        # these say which earlier units can pass, so a long namespace is not scanned per change
+        self.by_value: dict[str, list[int]] = {}
+        self.by_mention: dict[str, list[int]] = {}
+        self.by_subject: dict[str, list[int]] = {}
 
     def add(self, i: int) -> None:
+        self.position[i] = len(self.earlier)
         self.earlier.append(i)
+        f = self.facts[i]
+        for w in f.values:
+            self.by_value.setdefault(w, []).append(i)
+        for w in f.mentions:
+            self.by_mention.setdefault(w, []).append(i)
+        self.by_subject.setdefault(f.subject, []).append(i)
         r = self.readings[i]
         if r is not None and r.cls is not None:
             self.classes.add((self.facts[i].subject, r.cls))
 
-    def _latest(self, i: int, ok: Callable[[int], bool], prefer_own: bool = False) -> int | None:
-        """The latest earlier unit, outside i's turn, for which `ok` holds; with `prefer_own`, one said by
-        i's speaker or about i's subject first (a reply that repeats the thing is no state of it)."""
+    def _having(self, index: dict[str, list[int]], keys: frozenset[str] | tuple[str, ...]) -> list[int]:
+        """The earlier units filed under any of `keys`, latest first."""
+        found = {j for k in keys for j in index.get(k, ())}
+        return sorted(found, key=self.position.__getitem__, reverse=True)
+
+    def _latest(self, i: int, ok: Callable[[int], bool], candidates: list[int], prefer_own: bool = False
+                ) -> int | None:
+        """The latest of `candidates` (earlier units, latest first), outside i's turn, for which `ok` holds;
+        with `prefer_own`, one said by i's speaker or about i's subject first (a reply that repeats the thing
+        is no state of it)."""
         turn, f, speaker = self.facts[i].turn, self.facts[i], self.units[i].speaker
         fallback = None
-        for j in reversed(self.earlier):
+        for j in candidates:
             if self.facts[j].turn == turn or not ok(j):
                 continue
             if not prefer_own or self.units[j].speaker == speaker or self.facts[j].owner in (f.subject, f.owner):
@@ -143,38 +163,44 @@ class Linker:
         ends = f.cues.transfer or (r is not None and r.kind == "end" and (
             f.cues.ends or ((r.cls is not None or f.cues.departure or _phrasal_end(r)) and not _negated(u.relation))))
         if (f.cues.departure or ends) and f.own_words:  # "Mrs. X retired", "Northgate laid off forty of us"
-            j = self._latest(i, lambda j: self._held_by(i, j, departure=f.cues.departure))
+            j = self._latest(i, lambda j: self._held_by(i, j, departure=f.cues.departure),
+                             self._having(self.by_value, f.own_words))
             if j is not None:
                 return j, "end"
         if f.cues.told_departure and not f.cues.departure:  # "Dr. Weiland retired, so we see Dr. Oyelaran"
-            j = self._latest(i, lambda j: self._role(j) and self._names(self.facts[j].values, f.said))
+            j = self._latest(i, lambda j: self._role(j) and self._names(self.facts[j].values, f.said),
+                             self._having(self.by_value, f.said))
             if j is not None:
                 return j, "change"
         if f.cues.told_retime and not f.cues.change:  # "..., the wedding has moved to the 7th of October"
-            j = self._latest(i, lambda j: len(self.facts[j].mentions & f.said) >= 2, prefer_own=True)
+            j = self._latest(i, lambda j: len(self.facts[j].mentions & f.said) >= 2,
+                             self._having(self.by_mention, f.said), prefer_own=True)
             if j is not None:
                 return j, "change"
         if f.cues.change:
             thing = _changed_thing(u, f)
-            j = self._latest(i, lambda j: self._names(thing, self.facts[j].mentions), prefer_own=True) \
-                if thing else None
+            j = self._latest(i, lambda j: self._names(thing, self.facts[j].mentions),
+                             self._having(self.by_mention, thing), prefer_own=True) if thing else None
             if j is not None:
                 return j, "change"
         if ends:  # "I sold the Fiat" after "I drive a battered old Fiat"; "I gave my goldfish to my nephew"
             thing = thing_words(u.object) if u.object.strip() else f.own_words
             j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say
-                             and self._names(thing, self.facts[j].mentions)) if thing else None
+                             and self._names(thing, self.facts[j].mentions),
+                             self._having(self.by_mention, thing)) if thing else None
             if j is not None:
                 return j, "end"
         if r is not None and r.cls == ROLE_CLASS and f.head and f.owner == f.subject:
             role = self.table.subject_key(f"{u.subject}'s {f.head}")
-            j = self._latest(i, lambda j: self.facts[j].subject == role and self._classed(j))
+            j = self._latest(i, lambda j: self.facts[j].subject == role and self._classed(j),
+                             self._having(self.by_subject, (role,)))
             if j is not None:
                 return j, "change"
         alone = r is not None and (r.cls is None or (f.subject, r.cls) not in self.classes)
         if alone and (f.cues.present or f.cues.replaces) and f.values:  # not a "new ..." inside a phrase
             j = self._latest(i, lambda j: self.facts[j].subject in (f.subject, f.owner) and self._classed(j)
-                             and self._one_value(i, j) and self._near(f.values, self.facts[j].values))
+                             and self._one_value(i, j) and self._near(f.values, self.facts[j].values),
+                             self._having(self.by_subject, (f.subject, f.owner)))
             if j is not None:  # "I'm the museum's head ... now" restates the value; "I run X now" adds to it
                 return j, ("change" if f.light else "note")
         return None
