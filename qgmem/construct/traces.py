@@ -19,8 +19,10 @@ A change told across subjects or classes joins the trace of the state it changes
 class to Thursdays"), a role holder who left ("Mrs. X retired"), a new holder told by the counterpart
 ("I see a new therapist now"), an end that names an earlier claim ("I sold the Fiat", "I gave my goldfish
 to my nephew"), a classless claim
-with a marker that shares the value's words ("I'm the museum's head of collections now"). Such a link
-supersedes its target, and the change is kept after it in the trace whatever time it is about.
+with a marker that shares the value's words ("I'm the museum's head of collections now"). A change that no
+triple of its turn carries ("I handed in my notice at the ferry terminal" read as (X | do | it)) is read
+from the turn's words (construct/turn_changes.py). Such a link supersedes its target, and the change is
+kept after it in the trace whatever time it is about.
 
 Roles (rule path), in memory time (fact time, else utterance time, else dialogue order; a fact time
 after the utterance, a plan, counts from when it was said). An *end* ("quit", "cancel", a negated
@@ -183,8 +185,8 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
 
     A unit that names the earlier state it changes across subjects or classes (construct/state_links.py,
     in dialogue order) joins that state's trace; every other unit is placed by its subject and class. With
-    `turn_texts` (turn id -> text), a turn that tells a change but holds no update after that joins the
-    earlier state its words name (construct/turn_changes.py)."""
+    `turn_texts` (turn id -> text), a turn that tells a change its updates so far do not cover then links
+    the earlier-session state its words name (construct/turn_changes.py), and the units are placed again."""
     table = table or StateTable.default()
     speakers = speakers_of(units)
     facts = [read_facts(u, table, speakers) for u in units]

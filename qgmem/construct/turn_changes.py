@@ -2,27 +2,30 @@
 
 The rule extractor keeps one claim per clause, and often not the clause that changes a state: "I finally
 did it, I handed in my notice at the ferry terminal. Friday was my last shift." gives (X | do | it) and
-(Friday | be | my last shift), so no unit of the turn says what ended. The turn as a whole still does: it
-tells a change (a marker such as "now", "instead", "no longer", "anymore"; a change, retiming or departure
-verb; a relation that ends or changes a state in the word table, in any inflection) and shares its words
-with a turn of the same person told in an earlier session ("I sell tickets at the Harwick ferry terminal").
-Such a turn links its best-matching unit to the earlier turn's best-matching unit, as a change of that
-state (construct/traces.py places and orders the pair).
+(Friday | be | my last shift), so no unit of the turn says what ended. The turn as a whole still does: a
+sentence of it tells a change (a marker such as "now", "instead", "no longer", "anymore"; a departure or a
+retiming; a phrasal verb or a noun of the word table that ends or changes a state, "dropped out", "my
+notice"; a unit relation of that kind, which holds an irregular verb's lemma) and shares its words with the
+claim of a unit of the same person told in an earlier session ("I sell tickets at the Harwick ferry
+terminal"). One of the turn's units then links that unit as a change of its state (construct/traces.py
+places and orders the pair).
 
-Words are content stems without the change vocabulary itself, plus a token per kind of time a turn names
-(a weekday, a month, a clock time, a part of the day), so "moved it to September instead" meets "going to
-Sardinia in July". Each shared word counts its inverse turn frequency in the namespace, so in a long
-conversation a word every turn uses links nothing. The person is the speaker, or the one spoken to when
-the turn is a claim about "you" ("So you're giving tours at the observatory now!").
+Words are content stems without the change markers, plus a token per kind of time a sentence names (a
+weekday, a month, a clock time, a number), so "moved it to September instead" meets "going to Sardinia in
+July". A link needs a shared word specific to few turns of the namespace, so in a long conversation a word
+every turn uses links nothing; among the candidates the summed inverse turn frequency of the shared words
+decides, the latest on a tie. The person is the speaker, or the one spoken to when the change is a claim
+about "you" ("So you're giving tours at the observatory now!"). Bare verbs in a turn's words are not read:
+in chat "changing", "pushing", "stop" mostly change nothing.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
@@ -57,7 +60,7 @@ class _Turn:
     told: str = ""  # those sentences
 
 
-def _change_words(table: StateTable) -> frozenset[str]:
+def _change_words() -> frozenset[str]:
     """Stems of the change markers ("instead", "these days"): they tell that something changed, not what."""
     roles = ("replaces", "now")
     return frozenset(s for r in roles for p in words_of(r) for s in thing_words(p))
@@ -133,7 +136,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     already supersedes the state its words name is left as it is; else one of its other units links it."""
     cfg = cfg or TurnLinkConfig()
     table = table or StateTable.default()
-    skip = _change_words(table)
+    skip = _change_words()
     turns: dict[str, _Turn] = {}
     for i, u in enumerate(units):
         t = turns.get(u.first_turn)
@@ -141,7 +144,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             text = turn_texts.get(u.first_turn)
             if text is None:
                 continue
-            t = turns[u.first_turn] = _Turn(u.first_turn, u.speaker, u.session_id, i, [], _words(text, u.speaker, skip))
+            words = _words(text, u.speaker, skip)
+            t = turns[u.first_turn] = _Turn(u.first_turn, u.speaker, u.session_id, i, [], words)
         t.units.append(i)
     for t in turns.values():
         told = _change_sentences(turn_texts[t.id], t.speaker, [units[r].relation for r in t.units], table)
@@ -187,11 +191,11 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
                 if best is None or key > best:
                     best = key
         if best is not None and not any(-best[2] in updates[r] for r in t.units if r in updates):
-            out[_best_unit(units, free, said[-best[2]], table)] = (-best[2], "change")
+            out[_best_unit(units, free, said[-best[2]])] = (-best[2], "change")
     return out
 
 
-def _best_unit(units: list[AtomicUnit], rows: list[int], words: frozenset[str], table: StateTable) -> int:
+def _best_unit(units: list[AtomicUnit], rows: list[int], words: frozenset[str]) -> int:
     """The unit of a turn whose own words meet `words` most; a claim (not "say") first, then dialogue order."""
     def score(r: int) -> tuple[int, int, int]:
         u = units[r]
