@@ -70,10 +70,15 @@ def _texts(path: Path) -> list[tuple[int, str]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def vocabulary() -> re.Pattern[str]:
+def vocabulary_pattern() -> re.Pattern[str]:
+    """The topic words and the benchmark speakers under $QGMEM_DATA_DIR, each as a whole word, any case."""
     words = sorted({*TOPIC_WORDS, *benchmark_speakers(_data_dir())}, key=str.lower)
     return re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for w in words) + r")(?![\w-])", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def vocabulary() -> re.Pattern[str]:
+    return vocabulary_pattern()
 
 
 def test_the_vocabulary_holds_the_locomo_speakers_when_the_data_is_there(vocabulary):

@@ -9,13 +9,12 @@ Measured by `qgmem.testing.update_report`, as the in-sample and held-out sets ar
 from __future__ import annotations
 
 import collections
-import re
 
 import pytest
 
 from qgmem.testing.update_fixtures import KINDS, STATES, load_update_fixtures
 from qgmem.testing.update_report import measure, misses_text, table
-from test_no_benchmark_vocabulary import TOPIC_WORDS, _data_dir, benchmark_speakers
+from test_no_benchmark_vocabulary import vocabulary_pattern
 from test_updates import FIXTURES as IN_SAMPLE
 
 DEV = IN_SAMPLE.parents[1] / "updates_dev" / "conversations.json"
@@ -47,8 +46,7 @@ def test_dev_labels_are_valid_and_cover_every_state_kind_and_chat(cases) -> None
     assert sum(not c.updates for c in cases) >= 2  # chats with no change, for over-linking
     inside = {s for c in load_update_fixtures(IN_SAMPLE) for s in c.conversation.speakers} - set(ROLES)
     assert not inside & {s for c in cases for s in c.conversation.speakers}
-    words = {*TOPIC_WORDS, *benchmark_speakers(_data_dir())}
-    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(words))) + r")(?![\w-])", re.IGNORECASE)
+    pattern = vocabulary_pattern()
     assert not [m for c in cases for t in c.conversation.turns() for m in pattern.findall(t.text)]
 
 

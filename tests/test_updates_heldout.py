@@ -16,7 +16,7 @@ import pytest
 
 from qgmem.testing.update_fixtures import KINDS, STATES, load_update_fixtures
 from qgmem.testing.update_report import measure, misses_text, table
-from test_no_benchmark_vocabulary import TOPIC_WORDS, _data_dir, benchmark_speakers
+from test_no_benchmark_vocabulary import vocabulary_pattern
 from test_updates import FIXTURES as IN_SAMPLE
 
 HELD_OUT = IN_SAMPLE.parents[1] / "updates_heldout" / "conversations.json"
@@ -68,8 +68,7 @@ def test_heldout_shares_no_speaker_with_the_in_sample_set_nor_benchmark_vocabula
     inside = {s for c in load_update_fixtures(IN_SAMPLE) for s in c.conversation.speakers} - set(ROLES)
     held = {s for c in cases for s in c.conversation.speakers} - set(ROLES)
     assert not inside & held
-    words = {*TOPIC_WORDS, *benchmark_speakers(_data_dir())}
-    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(words))) + r")(?![\w-])", re.IGNORECASE)
+    pattern = vocabulary_pattern()
     texts = [t.text for c in cases for t in c.conversation.turns()] + [q.text for c in cases
                                                                         for q in c.conversation.questions]
     assert not [m for t in texts for m in pattern.findall(t)]

@@ -10,13 +10,12 @@ commit a7d90fd), and the next set takes its place.
 from __future__ import annotations
 
 import collections
-import re
 
 import pytest
 
 from qgmem.testing.update_fixtures import KINDS, STATES, load_update_fixtures
 from qgmem.testing.update_report import measure, misses_text, table
-from test_no_benchmark_vocabulary import TOPIC_WORDS, _data_dir, benchmark_speakers
+from test_no_benchmark_vocabulary import vocabulary_pattern
 from test_updates import FIXTURES as IN_SAMPLE
 
 FIXTURES = IN_SAMPLE.parents[1]
@@ -58,8 +57,7 @@ def test_shares_no_speaker_with_the_sets_written_before_it_nor_benchmark_vocabul
               for s in c.conversation.speakers}
     held = {s for c in cases for s in c.conversation.speakers} - set(ROLES)
     assert not (inside - set(ROLES)) & held
-    words = {*TOPIC_WORDS, *benchmark_speakers(_data_dir())}
-    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(words))) + r")(?![\w-])", re.IGNORECASE)
+    pattern = vocabulary_pattern()
     texts = [t.text for c in cases for t in c.conversation.turns()] + [q.text for c in cases
                                                                         for q in c.conversation.questions]
     assert not [m for t in texts for m in pattern.findall(t)]

@@ -94,8 +94,7 @@ class Linker:
                  table: StateTable, threshold: float):
         self.units, self.facts, self.readings, self.table = units, facts, readings, table
         self.threshold = threshold
-        self.earlier: list[int] = []  # units so far, in dialogue order
-        self.position: dict[int, int] = {}  # unit -> its place in `earlier`
+        self.position: dict[int, int] = {}  # unit so far -> its place in dialogue order
         self.classes: set[tuple[str, str]] = set()  # (subject, class) of the units so far
         # every test of a target needs a shared word (of its value, or of what it mentions) or its subject:
         # these say which earlier units can pass, so a long namespace is not scanned per change
@@ -104,8 +103,7 @@ class Linker:
         self.by_subject: dict[str, list[int]] = {}
 
     def add(self, i: int) -> None:
-        self.position[i] = len(self.earlier)
-        self.earlier.append(i)
+        self.position[i] = len(self.position)
         f = self.facts[i]
         for w in f.values:
             self.by_value.setdefault(w, []).append(i)

@@ -75,13 +75,13 @@ def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
         return False
     c = read_cues(sentence, speaker, "", "")
     toks = [t for t in tokens(sentence) if t[0].isalpha()]
-    negated = any(t in NEGATIONS or t.endswith(("n't", "n’t")) for t in toks)
+    negated = any(map(_negation, toks))
     if c.replaces or c.ends or (c.present and not _NOT_A_CHANGE.search(sentence)):
         return True
     if (c.told_departure or c.told_retime) and not negated:  # not "I won't quit"
         return True
     for k, t in enumerate(toks):
-        if any(w in NEGATIONS or w.endswith("n't") for w in toks[max(0, k - 3):k]):
+        if any(map(_negation, toks[max(0, k - 3):k])):
             continue  # "I won't quit", "not gonna give up"
         # a phrasal verb ("dropped out", "split up"); a bare verb says too little here ("would quit")
         if k + 1 < len(toks) and toks[k + 1] in _PARTICLES and t not in AUXILIARIES:
@@ -94,6 +94,10 @@ def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
         if t == "new" and any(table.head_entry(w, skip_leading=False) is not None for w in toks[k + 1:k + 3]):
             return True  # "my new job", "a new flat"
     return False
+
+
+def _negation(token: str) -> bool:
+    return token in NEGATIONS or token.endswith(("n't", "n’t"))
 
 
 def _change_sentences(text: str, speaker: str, relations: list[str], table: StateTable) -> list[str]:
