@@ -207,3 +207,30 @@ def test_losses_gifts_received_and_a_new_thing_inside_a_phrase_change_nothing() 
     job = [_u(0, "Jo", "2023-01-01", "Jo", "work at", "the engineering company", "I work at the engineering company."),
            _u(1, "Jo", "2023-05-01", "Jo", "lose", "my job at the engineering company", "I lost my job at the company.")]
     assert _changed(job) == [("n/u0", "n/u1")]
+
+
+def test_a_pronoun_object_of_an_end_or_a_retiming_stands_for_the_latest_thing_the_verb_can_act_on() -> None:
+    had = _u(0, "Ivo", "2023-03-04", "Ivo", "have", "the Vespa serviced", "I've had the Vespa serviced.")
+    club = _u(1, "Ivo", "2023-03-04", "Ivo", "join", "a chess club", "I joined a chess club.")
+    sold = _u(2, "Ivo", "2023-08-19", "Ivo", "sell", "it", "I sold it in July.")
+    assert _changed([had, club, sold]) == [("n/u0", "n/u2")]  # sold: a thing he had, not the club he joined
+    given = _u(2, "Ivo", "2023-08-19", "Ivo", "give", "it", "I gave it to my cousin.")
+    assert _changed([had, club, given]) == [("n/u0", "n/u2")]
+    assert _changed([club, sold]) == []  # nothing had: no guess
+    party = _u(0, "Uma", "2023-05-06", "Uma", "have", "the housewarming", "I'm having the housewarming on Saturday, June 17.")
+    rows = _u(1, "Uma", "2023-05-06", "Uma", "row with", "the canal club", "I row with the canal club on Tuesday evenings.")
+    moved = _u(2, "Uma", "2023-05-20", "Uma", "bring", "it", "I brought it forward to June 3, my flatmate is away.")
+    assert _changed([party, rows, moved]) == [("n/u0", "n/u2")]  # a move to a date moves the plan, not the schedule
+    called = _u(2, "Uma", "2023-05-20", "Uma", "cancel", "it", "We cancelled it, the flat flooded.")
+    assert ("n/u0", "n/u2") in _changed([party, called])
+    # a pronoun object that no end or retiming acts on links nothing
+    assert _changed([party, _u(2, "Uma", "2023-05-20", "Uma", "enjoy", "it", "I enjoyed it.")]) == []
+
+
+def test_a_habit_for_a_named_organisation_is_a_job_even_where_its_verb_tells_a_thing_owned() -> None:
+    van = _u(0, "Odo", "2023-02-11", "Odo", "drive", "a van for Quickparcel", "I drive a van for Quickparcel.")
+    school = _u(1, "Odo", "2023-09-30", "Odo", "teach at", "the Mirefield flight school",
+                "I've been teaching at the Mirefield flight school since August.")
+    assert _changed([van, school]) == [("n/u0", "n/u1")]
+    car = _u(0, "Odo", "2023-02-11", "Odo", "drive", "a battered old Fiat", "I drive a battered old Fiat.")
+    assert _changed([car, school]) == []

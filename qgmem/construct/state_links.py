@@ -17,17 +17,22 @@ compared by the overlap coefficient against `threshold` (TraceConfig.update_thre
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from qgmem.construct.state_cues import Cues, read_cues, sentence, thing_words
+from qgmem.construct.state_cues import MONTHS, Cues, read_cues, sentence, thing_words
 from qgmem.construct.state_table import LIGHT, Reading, StateTable, forms, overlap
 from qgmem.types import AtomicUnit
 from qgmem.words import load_table
 
 PRONOUN_OBJECTS = frozenset({"it", "them", "that", "this"})
+# the thing an end or a retiming stands for by a pronoun ("we sold her" of a boat): the objects `_antecedent` reads
+PRONOUN_THINGS = PRONOUN_OBJECTS | {"her"}
+POSSESSION = frozenset({"have", "get", "got", "own", "keep"})  # light verbs of having: "I've had the Norton"
 DESTINATION_PREPS = ("to", "until", "till", "into", "for")
-ROLE_CLASS = "relationship"  # the class whose head words name a role held by someone ("teacher", "coach")
+ROLE_CLASS = "relationship"
+SCHEDULE = "schedule"  # the class whose head words name a role held by someone ("teacher", "coach")
 PERSON_NOUNS = frozenset(load_table("person_nouns"))
 
 
@@ -201,7 +206,56 @@ class Linker:
                              self._having(self.by_subject, (f.subject, f.owner)))
             if j is not None:  # "I'm the museum's head ... now" restates the value; "I run X now" adds to it
                 return j, ("change" if f.light else "note")
+        return self._antecedent(i)
+
+    def _antecedent(self, i: int) -> tuple[int, str] | None:
+        """What a pronoun object of an end or a retiming stands for: "I sold it" ends the latest earlier thing
+        the same owner had ("I've had the Norton serviced"), "we've put it back to April" / "we cancelled it"
+        changes the latest earlier plan of the owner's (a claim about a time after it was said, or of a
+        plan or schedule class). The pronoun says which thing no better than that: the latest one the
+        verb can act on."""
+        f, r, u = self.facts[i], self.readings[i], self.units[i]
+        if r is None or u.object.strip().lower() not in PRONOUN_THINGS:
+            return None
+        tests: list[Callable[[int], bool]]
+        if f.cues.transfer or (r.cls == "ownership" and r.kind == "end"):
+            tests = [self._possession]
+        elif (r.cls == "plans" and r.kind == "end") or (f.cues.timed and (f.cues.change or _moved_along(u))):
+            # a move to a month or a date moves a plan, a move to a weekday a schedule: that kind first
+            dated = bool(f.cues.times & MONTHS) and not f.cues.recurring
+            kind = (lambda j: self._plan(j) and not self.facts[j].cues.recurring) if dated else (
+                lambda j: self._plan(j) and self.facts[j].cues.recurring) if f.cues.recurring else self._plan
+            tests = [kind, self._plan]
+        else:
+            return None
+        candidates = self._having(self.by_subject, (f.subject, f.owner))
+        for ok in tests:
+            j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say and ok(j), candidates)
+            if j is not None:
+                return j, ("end" if r.kind == "end" or f.cues.transfer else "change")
         return None
+
+    def _thing(self, j: int) -> bool:
+        """j's object names a thing (not a pronoun, not empty)."""
+        obj = self.units[j].object.strip().lower()
+        return bool(obj) and obj not in PRONOUN_THINGS and bool(thing_words(obj))
+
+    def _possession(self, j: int) -> bool:
+        """j says its subject has a thing: a verb of having with a thing object, or an ownership state."""
+        rj = self.readings[j]
+        if rj is not None and rj.cls == "ownership":
+            return rj.kind == "state"
+        verb = self.units[j].relation.strip().lower().split()[:1]
+        return bool(verb) and verb[0] in POSSESSION and self._thing(j)
+
+    def _plan(self, j: int) -> bool:
+        """j tells a plan or a schedule: a claim of those classes, or one about a time after it was said or
+        whose sentence names a time ("we're getting married on the fourteenth of October")."""
+        rj = self.readings[j]
+        if rj is not None and rj.cls in ("plans", SCHEDULE) and rj.kind != "end":
+            return True
+        timed = told_ahead(self.units[j]) or bool(self.facts[j].cues.times)
+        return timed and (self._thing(j) or bool(self.facts[j].own_words) or rj is not None)
 
     def _one_value(self, i: int, j: int) -> bool:
         """j's state holds one value at a time (a job, a home), or both claims tell a recurring time (the
@@ -228,6 +282,18 @@ class Linker:
             return self._role(j)
         ri = self.readings[i]
         return ri is not None and ri.cls == rj.cls
+
+
+def told_ahead(u: AtomicUnit) -> bool:
+    """The claim's fact time lies after the day it was said: a plan."""
+    fact, said = (u.fact_time_start or "")[:10], (u.utterance_time or "")[:10]
+    return bool(fact and said and fact > said)
+
+
+def _moved_along(u: AtomicUnit) -> bool:
+    """A pronoun object moved in time by a verb and particle ("put it back to April", "brought it forward")."""
+    obj = re.escape(u.object.strip().lower())
+    return bool(re.search(rf"\b{obj}\s+(?:back|forward|up)\b", sentence(u.text, u.speaker).lower()))
 
 
 def _phrasal_end(r: Reading) -> bool:

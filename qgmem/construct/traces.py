@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from qgmem.construct.state_cues import Cues, read_cues
-from qgmem.construct.state_links import Facts, Linker, read_facts
+from qgmem.construct.state_links import SCHEDULE, Facts, Linker, read_facts, told_ahead
 from qgmem.construct.state_table import Reading, StateTable, overlap
 from qgmem.construct.turn_changes import turn_links
 from qgmem.types import AtomicUnit, MemoryTrace
@@ -62,7 +62,6 @@ NO_TRACE: TraceFields = (None, None, False)
 # a unit whose subject is an unresolved pronoun cannot be placed in anyone's trajectory
 UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
 EVENT = "event:"  # prefix of an event group's key (the relation lemma follows)
-SCHEDULE = "schedule"  # the class whose values are times
 
 
 # the word lists that decide traces (their digest joins the traces' build key)
@@ -70,8 +69,9 @@ TRACE_WORDS = ("relation_grammar", "state_changes", "state_classes", "state_igno
                "subject_modifiers", "unresolved_subjects")
 # part of the traces' build key: bump it when a change of the grouping code changes traces, so stored
 # traces are regrouped instead of served (1: grouping by subject and class; 2: structural links and cues;
-# 3: changes told by a whole turn, construct/turn_changes.py, and a habit at a named place as a job)
-TRACE_VERSION = 3
+# 3: changes told by a whole turn, construct/turn_changes.py, and a habit at a named place as a job; 4: the
+# thing a pronoun object of an end or a retiming stands for)
+TRACE_VERSION = 4
 
 
 @dataclass
@@ -131,13 +131,13 @@ def refine(r: Reading, u: AtomicUnit, c: Cues, values: frozenset[str], table: St
     about a time after the utterance that replaces something ("instead") is a plan; "no longer" ends the
     relation's state; a marker ("now", "instead") makes a value of its class a change."""
     cls, kind = r.cls, r.kind
-    if cls is None and (c.role_at or (c.works_at and kind == "state" and not r.light)):
-        cls, kind = "employment", "state"
+    if (cls is None or kind == "note") and (c.role_at or (c.works_at and kind in ("state", "note") and not r.light)):
+        cls, kind = "employment", "state"  # "I drive a van for Quickcart" is a job, not a car owned
     if cls is None and u.relation.strip().lower() == "be" and "'s " in u.subject and _is_name(u.object):
         cls, kind = "relationship", "state"
     if c.recurring and ((cls is None and r.light) or (cls == "employment" and not values and kind != "end")):
         cls, kind = "schedule", ("state" if kind == "note" and c.times else kind)
-    if cls is None and kind == "state" and c.replaces and _future(u):  # "we're going to Sicily in May instead"
+    if cls is None and kind == "state" and c.replaces and told_ahead(u):  # "we're going to Sicily in May instead"
         cls = "plans"
     if cls is not None and c.ends:
         kind = "end"
@@ -154,12 +154,6 @@ def _is_name(obj: str) -> bool:
     a comma all capitalised."""
     head = obj.split(",", 1)[0].split()
     return bool(head) and len(head) <= 4 and all(w[:1].isupper() for w in head)
-
-
-def _future(u: AtomicUnit) -> bool:
-    """The claim's fact time lies after the day it was said: a plan."""
-    fact, said = (u.fact_time_start or "")[:10], (u.utterance_time or "")[:10]
-    return bool(fact and said and fact > said)
 
 
 def object_text(u: AtomicUnit) -> str:
@@ -234,7 +228,7 @@ def _place(units: list[AtomicUnit], cfg: TraceConfig, facts: list[Facts], words:
     for i in sorted(links, key=lambda i: said_key(units[i], i)):  # a target is said first: placed first
         j, kinds[i] = links[i]
         if j not in group_of:
-            group_of[j] = (facts[j].subject, _linked_key(readings[j], facts[j].cues, facts[i].cues))
+            group_of[j] = (facts[j].subject, _linked_key(readings[j], facts[j].cues, readings[i], facts[i].cues))
             kinds.setdefault(j, "state")
         group_of[i] = group_of[j]
     order = {i: memory_time_key(units[i], i) for i in group_of}
@@ -259,12 +253,15 @@ def _place(units: list[AtomicUnit], cfg: TraceConfig, facts: list[Facts], words:
     return groups
 
 
-def _linked_key(r: Reading | None, target: Cues, change: Cues) -> str:
-    """The class of a state first placed in a trace by a later change that names it: its own, else a
-    schedule when it states a recurring time, else a plan."""
+def _linked_key(r: Reading | None, target: Cues, by: Reading | None, change: Cues) -> str:
+    """The class of a state first placed in a trace by a later change that names it: its own, else an
+    ownership when the change ends one or gives the thing away ("I sold it" after "I've had the Norton"),
+    else a schedule when it states a recurring time, else a plan."""
     if r is not None and r.cls is not None:
         return r.cls
-    return "schedule" if target.recurring else "plans"
+    if change.transfer or (by is not None and by.cls == "ownership" and by.kind == "end"):
+        return "ownership"
+    return SCHEDULE if target.recurring else "plans"
 
 
 def _word_components(members: list[int], words: list[frozenset[str]], links: dict[int, int] | None = None
