@@ -1,10 +1,10 @@
-"""The later held-out knowledge-update sets (tests/fixtures/updates_heldout2/ and updates_heldout3/, each
+"""The later held-out knowledge-update sets (tests/fixtures/updates_heldout2/, 3/ and 4/, each
 written by a helper blind to the method and committed before any measurement): their labels are valid,
 they share no speaker with the sets written before them nor benchmark vocabulary, and the shared
 measurement runs on them and counts every label. As for the first held-out set, no threshold is asserted:
-the rates are reported (`bench/update_fixtures.py --set heldout2|heldout3`, bench/RESULTS.md). A held-out set
-is measured once as held out; after its misses are read it is a development set (held-out 2 is one since
-commit a7d90fd), and the next set takes its place.
+the rates are reported (`bench/update_fixtures.py --set heldout2|heldout3|heldout4`, bench/RESULTS.md). A
+held-out set is measured once as held out; after that it is a development set (held-out 2 since commit
+a7d90fd, held-out 3 since 7e67086), and the next set takes its place (held-out 4, measured once at 3906322).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from test_no_benchmark_vocabulary import vocabulary_pattern
 from test_updates import FIXTURES as IN_SAMPLE
 
 FIXTURES = IN_SAMPLE.parents[1]
-ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updates_heldout3")  # as written
+ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updates_heldout3",
+         "updates_heldout4")  # as written
 ROLES = ("user", "assistant")
 
 
-@pytest.fixture(scope="module", params=["updates_heldout2", "updates_heldout3"])
+@pytest.fixture(scope="module", params=["updates_heldout2", "updates_heldout3", "updates_heldout4"])
 def held(request):
     return FIXTURES / request.param / "conversations.json"
 
