@@ -228,7 +228,9 @@ class Linker:
             tests = [kind, self._plan]
         else:
             return None
-        candidates = self._having(self.by_subject, (f.subject, f.owner))
+        keys = {f.subject, f.owner}  # by_subject lists are in dialogue order: one key needs no sort
+        candidates = self._having(self.by_subject, tuple(keys)) if len(keys) > 1 else list(
+            reversed(self.by_subject.get(f.subject, [])))
         for ok in tests:
             j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say and ok(j), candidates)
             if j is not None:
