@@ -4,7 +4,8 @@ they share no speaker with the sets written before them nor benchmark vocabulary
 measurement runs on them and counts every label. As for the first held-out set, no threshold is asserted:
 the rates are reported (`bench/update_fixtures.py --set heldout2|heldout3|heldout4`, bench/RESULTS.md). A
 held-out set is measured once as held out; after that it is a development set (held-out 2 since commit
-a7d90fd, held-out 3 since 7e67086), and the next set takes its place (held-out 4, measured once at 3906322).
+a7d90fd, held-out 3 since 7e67086), and the next set takes its place (held-out 4, measured once at 3906322;
+held-out 5, committed at f2757be, not measured yet: only its labels are checked here).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from test_updates import FIXTURES as IN_SAMPLE
 
 FIXTURES = IN_SAMPLE.parents[1]
 ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updates_heldout3",
-         "updates_heldout4")  # as written
+         "updates_heldout4", "updates_heldout5")  # as written
+UNMEASURED = ("updates_heldout5",)  # held out and not yet measured: its labels are checked, no memory is built
 ROLES = ("user", "assistant")
 
 
-@pytest.fixture(scope="module", params=["updates_heldout2", "updates_heldout3", "updates_heldout4"])
+@pytest.fixture(scope="module", params=["updates_heldout2", "updates_heldout3", "updates_heldout4", *UNMEASURED])
 def held(request):
     return FIXTURES / request.param / "conversations.json"
 
@@ -65,6 +67,8 @@ def test_shares_no_speaker_with_the_sets_written_before_it_nor_benchmark_vocabul
 
 
 def test_the_measurement_runs_on_the_set_and_counts_every_label(held, cases, tmp_path_factory) -> None:
+    if held.parent.name in UNMEASURED:
+        pytest.skip(f"{held.parent.name} is held out: measured once, by bench/update_fixtures.py, when a change is done")
     report = measure(held.parent.name, held, tmp_path_factory.mktemp(held.parent.name))
     print("\n" + table([report]) + "\n\n" + misses_text(report))
     assert report.conversations == len(cases)
