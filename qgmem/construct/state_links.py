@@ -31,8 +31,8 @@ PRONOUN_OBJECTS = frozenset({"it", "them", "that", "this"})
 PRONOUN_THINGS = PRONOUN_OBJECTS | {"her"}
 POSSESSION = frozenset({"have", "get", "got", "own", "keep"})  # light verbs of having: "I've had the Norton"
 DESTINATION_PREPS = ("to", "until", "till", "into", "for")
-ROLE_CLASS = "relationship"
-SCHEDULE = "schedule"  # the class whose head words name a role held by someone ("teacher", "coach")
+ROLE_CLASS = "relationship"  # the class whose head words name a role held by someone ("teacher", "coach")
+SCHEDULE = "schedule"  # the class whose values are times
 PERSON_NOUNS = frozenset(load_table("person_nouns"))
 
 

@@ -132,7 +132,7 @@ def refine(r: Reading, u: AtomicUnit, c: Cues, values: frozenset[str], table: St
     relation's state; a marker ("now", "instead") makes a value of its class a change."""
     cls, kind = r.cls, r.kind
     if (cls is None or kind == "note") and (c.role_at or (c.works_at and kind in ("state", "note") and not r.light)):
-        cls, kind = "employment", "state"  # "I drive a van for Quickcart" is a job, not a car owned
+        cls, kind = "employment", "state"  # "I drive a van for <a firm>" is a job, not a car owned
     if cls is None and u.relation.strip().lower() == "be" and "'s " in u.subject and _is_name(u.object):
         cls, kind = "relationship", "state"
     if c.recurring and ((cls is None and r.light) or (cls == "employment" and not values and kind != "end")):
