@@ -202,6 +202,7 @@ def _retimed(relation: str, obj: str, low: str, timed: bool, times: frozenset[st
     return timed or (bool(re.search(r"\b(?:to|until|till|back|forward)\b", low)) and bool(times))
 
 
+@lru_cache(maxsize=100_000)
 def thing_words(phrase: str) -> frozenset[str]:
     """Content stems of a phrase that name a thing ("Liv's ballet class" -> ballet, class): no function
     words, no time words, no possessor ("Liv's"); class nouns ("class", "trip") are kept, since the thing a

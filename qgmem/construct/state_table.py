@@ -34,7 +34,7 @@ KINDS = ("state", "end", "change")
 
 K = TypeVar("K")
 V = TypeVar("V")
-MEMO_READINGS = 500_000  # readings, subject keys and object words one table remembers
+MEMO_READINGS = 500_000  # readings, relations, subject keys and object words one table remembers
 _stemmer = Stemmer.Stemmer("english")
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’&\-]*|[,;:.!?()\"]")
 STOPWORDS = load_words("stopwords")
@@ -131,6 +131,7 @@ class StateTable:
         self._readings: dict[tuple[str, str, str], Reading] = {}
         self._subjects: dict[str, str] = {}
         self._objects: dict[str, frozenset[str]] = {}
+        self._relations: dict[str, tuple[str, Entry | None, bool, tuple[str, ...]]] = {}
 
     @classmethod
     @lru_cache(maxsize=1)
@@ -141,7 +142,14 @@ class StateTable:
 
     def relation(self, relation: str) -> tuple[str, Entry | None, bool, list[str]]:
         """(lemma, table entry or None, negated, words after the matched phrase) of a relation string
-        such as "not work at" or "started working at"."""
+        such as "not work at" or "started working at". Remembered per string: a namespace's traces are
+        regrouped whenever it grows, and its relations repeat."""
+        got = self._relations.get(relation)
+        if got is None:
+            got = _remember(self._relations, relation, self._read_relation(relation))
+        return got[0], got[1], got[2], list(got[3])
+
+    def _read_relation(self, relation: str) -> tuple[str, Entry | None, bool, tuple[str, ...]]:
         words = [w for w in relation.lower().replace("’", "'").split() if w]
         negated = False
         while words and (words[0] in NEGATIONS or " ".join(words[:2]) in NEGATIONS):
@@ -158,8 +166,8 @@ class StateTable:
                     continue  # "work on", "work with" are not "work"; "break up with" is "break up"
                 e = self._phrase(seq[:n])
                 if e is not None:
-                    return lemma, e, negated, rest
-        return lemma, None, negated, []
+                    return lemma, e, negated, tuple(rest)
+        return lemma, None, negated, ()
 
     def _phrase(self, words: list[str]) -> Entry | None:
         """The relation entry of a phrase: as written, with its first word in a base form, or stemmed."""

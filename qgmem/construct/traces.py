@@ -57,6 +57,9 @@ from qgmem.words import load_words
 Role = Literal["origin", "update", "supplement"]
 RolesFn = Callable[[int, list[int]], "tuple[list[Role], set[int]] | None"]
 TraceFields = tuple["str | None", "Role | None", bool]  # (trace_id, trace_role, superseded)
+# rule roles of the groups of one grouping, by (subject, key, members, kinds, links)
+RolesMemo = dict[tuple[str, str, tuple[int, ...], tuple[str, ...], tuple[tuple[int, int], ...]],
+                 tuple[list[Role], set[int]]]
 NO_TRACE: TraceFields = (None, None, False)
 
 # a unit whose subject is an unresolved pronoun cannot be placed in anyone's trajectory
@@ -174,13 +177,14 @@ def said_key(u: AtomicUnit, position: int) -> tuple[str, int]:
 
 
 def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None,
-                 turn_texts: Mapping[str, str] | None = None) -> list[Group]:
+                 turn_texts: Mapping[str, str] | None = None, roles: RolesMemo | None = None) -> list[Group]:
     """Groups of >= `min_size` units (members in memory-time order), in a canonical order.
 
     A unit that names the earlier state it changes across subjects or classes (construct/state_links.py,
     in dialogue order) joins that state's trace; every other unit is placed by its subject and class. With
     `turn_texts` (turn id -> text), a turn that tells a change its updates so far do not cover then links
-    the earlier-session state its words name (construct/turn_changes.py), and the units are placed again."""
+    the earlier-session state its words name (construct/turn_changes.py), and the units are placed again.
+    `roles` keeps the rule roles this computes of each group, for `build_traces` to reuse."""
     table = table or StateTable.default()
     speakers = speakers_of(units)
     facts = [read_facts(u, table, speakers) for u in units]
@@ -199,8 +203,8 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
     if turn_texts and cfg.turn_links:
         updates: dict[int, set[int]] = {}  # update -> the members of its trace it supersedes
         for g in groups:
-            roles, sup = _rule_roles_of(units, g, words, table, cfg)
-            updates.update({m: sup & set(g.members) for m, role in zip(g.members, roles) if role == "update"})
+            got, sup = _rule_roles_of(units, g, words, table, cfg, roles)
+            updates.update({m: sup & set(g.members) for m, role in zip(g.members, got) if role == "update"})
         extra = {i: got for i, got in turn_links(units, turn_texts, updates, table=table).items() if i not in links}
         if extra:
             groups = _place(units, cfg, facts, words, readings, {**links, **extra})
@@ -339,14 +343,15 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
         return [], []
     table = table or StateTable.default()
     ns = units[0].namespace
-    groups = group_traces(units, cfg, table, turn_texts)
+    memo: RolesMemo = {}
+    groups = group_traces(units, cfg, table, turn_texts, memo)
     words = [table.object_words(object_text(u)) for u in units]
     fields: dict[int, TraceFields] = {}
     traces: list[MemoryTrace] = []
     for ti, g in enumerate(groups):
         decided = roles_fn(ti, g.members) if roles_fn is not None else None
         if decided is None:
-            decided = _rule_roles_of(units, g, words, table, cfg)
+            decided = _rule_roles_of(units, g, words, table, cfg, memo)
         roles, sup = decided
         tid = f"{ns}/t{ti}"
         for m, role in zip(g.members, roles):
@@ -361,9 +366,17 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
 
 
 def _rule_roles_of(units: list[AtomicUnit], g: Group, words: list[frozenset[str]], table: StateTable,
-                   cfg: TraceConfig) -> tuple[list[Role], set[int]]:
-    return rule_roles(g, _schedule_words(units, g) if g.key == SCHEDULE else words,
-                      not g.is_event and table.is_single(g.key), cfg)
+                   cfg: TraceConfig, memo: RolesMemo | None = None) -> tuple[list[Role], set[int]]:
+    """The rule roles of a group; with `memo`, those of a group seen before in this grouping are reused (the
+    roles read only the group and its members' words, which one grouping computes once)."""
+    key = (g.subject, g.key, tuple(g.members), tuple(g.kinds), g.links)
+    got = memo.get(key) if memo is not None else None
+    if got is None:
+        got = rule_roles(g, _schedule_words(units, g) if g.key == SCHEDULE else words,
+                         not g.is_event and table.is_single(g.key), cfg)
+        if memo is not None:
+            memo[key] = got
+    return list(got[0]), set(got[1])
 
 
 def _schedule_words(units: list[AtomicUnit], g: Group) -> defaultdict[int, frozenset[str]]:

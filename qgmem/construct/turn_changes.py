@@ -100,14 +100,16 @@ def _negation(token: str) -> bool:
     return token in NEGATIONS or token.endswith(("n't", "n’t"))
 
 
-def _change_sentences(text: str, speaker: str, relations: list[str], table: StateTable) -> list[str]:
+@lru_cache(maxsize=20_000)  # whole turns as keys: a 10,000-turn namespace fits, a long one's memory stays bounded
+def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table: StateTable) -> tuple[str, ...]:
     """The sentences of a turn that tell a change; the whole turn when one of its units' relations (which
-    hold an irregular verb's lemma: "broke up" -> "break up") ends or changes a state."""
+    hold an irregular verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a
+    namespace's turns are read again whenever it grows."""
     for rel in relations:
         e = table.relation(rel)[1]
         if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):
-            return [text]
-    return [x for x in _SENTENCE.split(text) if _tells_change(x, speaker, table)]
+            return (text,)
+    return tuple(x for x in _SENTENCE.split(text) if _tells_change(x, speaker, table))
 
 
 @lru_cache(maxsize=200_000)
@@ -152,7 +154,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             t = turns[u.first_turn] = _Turn(u.first_turn, u.speaker, u.session_id, i, [], words)
         t.units.append(i)
     for t in turns.values():
-        told = _change_sentences(turn_texts[t.id], t.speaker, [units[r].relation for r in t.units], table)
+        told = _change_sentences(turn_texts[t.id], t.speaker, tuple(units[r].relation for r in t.units), table)
         t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
         t.told = " ".join(told)
     order = sorted(turns.values(), key=lambda t: t.position)
