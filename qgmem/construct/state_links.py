@@ -120,8 +120,12 @@ class Linker:
             self.classes.add((self.facts[i].subject, r.cls))
 
     def _having(self, index: dict[str, list[int]], keys: frozenset[str] | tuple[str, ...]) -> list[int]:
-        """The earlier units filed under any of `keys`, latest first."""
-        found = {j for k in keys for j in index.get(k, ())}
+        """The earlier units filed under any of `keys`, latest first (a key's list is in dialogue order, each
+        unit once: one key needs no sort)."""
+        distinct = set(keys)
+        if len(distinct) == 1:
+            return list(reversed(index.get(next(iter(distinct)), ())))
+        found = {j for k in distinct for j in index.get(k, ())}
         return sorted(found, key=self.position.__getitem__, reverse=True)
 
     def _latest(self, i: int, ok: Callable[[int], bool], candidates: list[int], prefer_own: bool = False
@@ -218,19 +222,15 @@ class Linker:
         if r is None or u.object.strip().lower() not in PRONOUN_THINGS:
             return None
         tests: list[Callable[[int], bool]]
-        if f.cues.transfer or (r.cls == "ownership" and r.kind == "end"):
+        if ends_ownership(r, f.cues):
             tests = [self._possession]
         elif (r.cls == "plans" and r.kind == "end") or (f.cues.timed and (f.cues.change or _moved_along(u))):
             # a move to a month or a date moves a plan, a move to a weekday a schedule: that kind first
-            dated = bool(f.cues.times & MONTHS) and not f.cues.recurring
-            kind = (lambda j: self._plan(j) and not self.facts[j].cues.recurring) if dated else (
-                lambda j: self._plan(j) and self.facts[j].cues.recurring) if f.cues.recurring else self._plan
-            tests = [kind, self._plan]
+            want = False if f.cues.times & MONTHS and not f.cues.recurring else True if f.cues.recurring else None
+            tests = [lambda j: self._plan(j) and want in (None, self.facts[j].cues.recurring), self._plan]
         else:
             return None
-        keys = {f.subject, f.owner}  # by_subject lists are in dialogue order: one key needs no sort
-        candidates = self._having(self.by_subject, tuple(keys)) if len(keys) > 1 else list(
-            reversed(self.by_subject.get(f.subject, [])))
+        candidates = self._having(self.by_subject, (f.subject, f.owner))
         for ok in tests:
             j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say and ok(j), candidates)
             if j is not None:
@@ -284,6 +284,11 @@ class Linker:
             return self._role(j)
         ri = self.readings[i]
         return ri is not None and ri.cls == rj.cls
+
+
+def ends_ownership(r: Reading | None, c: Cues) -> bool:
+    """The claim gives its thing away ("I gave it to my cousin") or ends an ownership ("I sold it")."""
+    return c.transfer or (r is not None and r.cls == "ownership" and r.kind == "end")
 
 
 def told_ahead(u: AtomicUnit) -> bool:

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from qgmem.construct.state_cues import Cues, read_cues
-from qgmem.construct.state_links import SCHEDULE, Facts, Linker, read_facts, told_ahead
+from qgmem.construct.state_links import SCHEDULE, Facts, Linker, ends_ownership, read_facts, told_ahead
 from qgmem.construct.state_table import Reading, StateTable, overlap
 from qgmem.construct.turn_changes import turn_links
 from qgmem.types import AtomicUnit, MemoryTrace
@@ -263,7 +263,7 @@ def _linked_key(r: Reading | None, target: Cues, by: Reading | None, change: Cue
     else a schedule when it states a recurring time, else a plan."""
     if r is not None and r.cls is not None:
         return r.cls
-    if change.transfer or (by is not None and by.cls == "ownership" and by.kind == "end"):
+    if ends_ownership(by, change):
         return "ownership"
     return SCHEDULE if target.recurring else "plans"
 
