@@ -29,7 +29,7 @@ from qgmem.words import load_table
 PRONOUN_OBJECTS = frozenset({"it", "them", "that", "this"})
 # the thing an end or a retiming stands for by a pronoun ("we sold her" of a boat): the objects `_antecedent` reads
 PRONOUN_THINGS = PRONOUN_OBJECTS | {"her"}
-POSSESSION = frozenset({"have", "get", "got", "own", "keep"})  # light verbs of having: "I've had the Norton"
+POSSESSION = frozenset({"have", "get", "got", "own", "keep"})  # light verbs of having: "I've had the Vespa"
 DESTINATION_PREPS = ("to", "until", "till", "into", "for")
 ROLE_CLASS = "relationship"  # the class whose head words name a role held by someone ("teacher", "coach")
 SCHEDULE = "schedule"  # the class whose values are times
@@ -214,7 +214,7 @@ class Linker:
 
     def _antecedent(self, i: int) -> tuple[int, str] | None:
         """What a pronoun object of an end or a retiming stands for: "I sold it" ends the latest earlier thing
-        the same owner had ("I've had the Norton serviced"), "we've put it back to April" / "we cancelled it"
+        the same owner had ("I've had the Vespa serviced"), "we've put it back to April" / "we cancelled it"
         changes the latest earlier plan of the owner's (a claim about a time after it was said, or of a
         plan or schedule class). The pronoun says which thing no better than that: the latest one the
         verb can act on."""
@@ -252,7 +252,7 @@ class Linker:
 
     def _plan(self, j: int) -> bool:
         """j tells a plan or a schedule: a claim of those classes, or one about a time after it was said or
-        whose sentence names a time ("we're getting married on the fourteenth of October")."""
+        whose sentence names a time ("we're getting married on the ninth of June")."""
         rj = self.readings[j]
         if rj is not None and rj.cls in ("plans", SCHEDULE) and rj.kind != "end":
             return True

@@ -259,7 +259,7 @@ def _place(units: list[AtomicUnit], cfg: TraceConfig, facts: list[Facts], words:
 
 def _linked_key(r: Reading | None, target: Cues, by: Reading | None, change: Cues) -> str:
     """The class of a state first placed in a trace by a later change that names it: its own, else an
-    ownership when the change ends one or gives the thing away ("I sold it" after "I've had the Norton"),
+    ownership when the change ends one or gives the thing away ("I sold it" after "I've had the Vespa"),
     else a schedule when it states a recurring time, else a plan."""
     if r is not None and r.cls is not None:
         return r.cls
