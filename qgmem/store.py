@@ -56,6 +56,15 @@ def _safe_name(ns: str) -> str:
     return f"{slug}-{hashlib.sha1(ns.encode()).hexdigest()[:10]}"
 
 
+def _gather(table: np.ndarray, rows: list[int]) -> np.ndarray:
+    """`table[rows]`, without the copy when `rows` is 0..n-1 in order: a grown namespace's texts keep their
+    rows, and gathering them (a 10,000 x 384 matrix: 15 MB) took 30 ms of each add, twice."""
+    idx = np.asarray(rows, dtype=np.int64)
+    if len(idx) <= len(table) and np.array_equal(idx, np.arange(len(idx))):
+        return table[:len(idx)]
+    return table[idx]
+
+
 class MemoryStore:
     """Units, traces, embeddings, generic records and build state per namespace."""
 
@@ -311,8 +320,8 @@ class MemoryStore:
         table = np.concatenate(parts) if len(parts) > 1 else parts[0]  # gathered by index: no row objects
         uniq = list(dict.fromkeys(keys)) if prune else list(row)
         if todo or prev is None or prev[0] != uniq:
-            self.set_embeddings(ns, kind, uniq, table[[row[k] for k in uniq]], model)
-        return table[[row[k] for k in keys]], len(todo)
+            self.set_embeddings(ns, kind, uniq, _gather(table, [row[k] for k in uniq]), model)
+        return _gather(table, [row[k] for k in keys]), len(todo)
 
     def drop_embeddings(self, ns: str, keep: tuple[str, ...] = ()) -> None:
         """Remove the embedding matrices of `ns` except the kinds in `keep` (files included)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from qgmem.construct.state_cues import MONTHS, Cues, read_cues, sentence, thing_words
 from qgmem.construct.state_table import LIGHT, Reading, StateTable, forms, overlap
@@ -54,18 +55,26 @@ class Facts:
 
 
 def read_facts(u: AtomicUnit, table: StateTable, speakers: frozenset[str]) -> Facts:
-    subject = table.subject_key(u.subject)
+    """What links read of `u` (remembered: a namespace's units are read again whenever it grows)."""
+    return _facts(u.subject, u.relation, u.object, tuple(u.entities), u.text, u.speaker, u.first_turn, table,
+                  speakers)
+
+
+@lru_cache(maxsize=50_000)  # a 10,000-unit namespace fits; a long one's memory stays bounded
+def _facts(subject_text: str, relation: str, object_text: str, entities: tuple[str, ...], text: str, speaker: str,
+           turn: str, table: StateTable, speakers: frozenset[str]) -> Facts:
+    subject = table.subject_key(subject_text)
     owner = subject.split("'s ", 1)[0] if "'s " in subject else subject
-    own = frozenset() if subject in speakers or subject in ("i", "we") else thing_words(u.subject)
-    possessed = thing_words(u.subject) if "'s " in subject and not _person_head(subject, table) else frozenset()
-    say = u.relation.strip().lower() == "say"
-    ents = frozenset(w for e in u.entities if e.lower() not in speakers for w in thing_words(e))
-    mentions = thing_words(u.subject) | thing_words(u.object) | thing_words(u.relation) | ents
+    own = frozenset() if subject in speakers or subject in ("i", "we") else thing_words(subject_text)
+    possessed = thing_words(subject_text) if "'s " in subject and not _person_head(subject, table) else frozenset()
+    say = relation.strip().lower() == "say"
+    ents = frozenset(w for e in entities if e.lower() not in speakers for w in thing_words(e))
+    mentions = thing_words(subject_text) | thing_words(object_text) | thing_words(relation) | ents
     return Facts(subject=subject, owner=owner, own_words=own,
-                 values=table.object_words(u.object) | possessed, mentions=mentions,
-                 cues=read_cues(u.text, u.speaker, u.relation, u.object),
-                 head=table.head_word(u.object), turn=u.first_turn, say=say, light=_light(u.relation, table),
-                 said=thing_words(sentence(u.text, u.speaker)))
+                 values=table.object_words(object_text) | possessed, mentions=mentions,
+                 cues=read_cues(text, speaker, relation, object_text),
+                 head=table.head_word(object_text), turn=turn, say=say, light=_light(relation, table),
+                 said=thing_words(sentence(text, speaker)))
 
 
 def _light(relation: str, table: StateTable) -> bool:
