@@ -33,6 +33,13 @@ NUMBER_WORDS = {
 _MON = r"(January|February|March|April|May|June|July|August|September|October|November|December|" \
        r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+             "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth"]
+ORDINAL_DAYS = {w: i for i, w in enumerate(_ORDINALS, 1)}
+ORDINAL_DAYS.update({"twentieth": 20, "thirtieth": 30, "thirty-first": 31, "thirty first": 31})
+ORDINAL_DAYS.update({f"twenty{sep}{w}": 20 + i for sep in ("-", " ") for i, w in enumerate(_ORDINALS[:9], 1)})
+# a day in words: "the fourteenth of October", "October the second"; longest first ("twenty-first" before "first")
+_DAY_WORD = "((?i:" + "|".join(sorted(ORDINAL_DAYS, key=len, reverse=True)) + "))"
 _YEAR = r"((?:19|20)\d\d)"
 _NUM = r"(\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + ")"
 _SEP = r"(?:,\s*|\s+)"  # "May 1, 2023", "May 1 2023", "December 1,2023"
@@ -128,14 +135,20 @@ def _absolute(text: str, r: date | None) -> TimeSpan | None:
         d = _safe_date(int(m.group(3)), MONTHS[m.group(1).lower()], int(m.group(2)))
         if d:
             return _day(d)
+    words = _day_in_words(text)
+    if words is not None and words[2] is not None:
+        d = _safe_date(words[2], words[1], words[0])
+        if d:
+            return _day(d)
     m = re.search(rf"\b{_MON},?\s+{_YEAR}\b", text)
     if m:
         return _month(int(m.group(2)), MONTHS[m.group(1).lower()])
     m = re.search(rf"\b{_DAY}\s+(?:of\s+)?{_MON}\b", text) or None
     m2 = re.search(rf"\b{_MON}\s+{_DAY}\b(?!\s*(?:am|pm|%|years?|kids|people|minutes|hours))", text)
-    if (m or m2) and r is not None:
-        day_s, mon_s = (m.group(1), m.group(2)) if m else (m2.group(2), m2.group(1))
-        d = _safe_date(r.year, MONTHS[mon_s.lower()], int(day_s))
+    day_mon = ((int(m.group(1)), MONTHS[m.group(2).lower()]) if m else
+               (int(m2.group(2)), MONTHS[m2.group(1).lower()]) if m2 else words[:2] if words else None)
+    if day_mon is not None and r is not None:
+        d = _safe_date(r.year, day_mon[1], day_mon[0])
         if d and d > r and not _FUTURE.search(text):
             d = _safe_date(r.year - 1, d.month, d.day)  # "we met on Aug 15th", said in January: last August
         if d:
@@ -147,6 +160,21 @@ def _absolute(text: str, r: date | None) -> TimeSpan | None:
         return _named_month(text[m.start():m.start() + 5].lower(), MONTHS[m.group(1).lower()], r,
                             bool(_FUTURE.search(text)))
     return None
+
+
+def _day_in_words(text: str) -> tuple[int, int, int | None] | None:
+    """(day, month, year or None) of a day written as an ordinal word: "the fourteenth of October",
+    "October the fourteenth, 2023", "May second". Before a month the word needs "of" ("my second May in
+    Lisbon" names no day)."""
+    m = re.search(rf"\b{_DAY_WORD}\s+of\s+{_MON}(?:{_SEP}{_YEAR})?\b", text)
+    if m:
+        day_s, mon_s, year_s = m.group(1), m.group(2), m.group(3)
+    else:
+        m = re.search(rf"\b{_MON}\s+(?:the\s+)?{_DAY_WORD}\b(?:{_SEP}{_YEAR}\b)?", text)
+        if not m:
+            return None
+        mon_s, day_s, year_s = m.group(1), m.group(2), m.group(3)
+    return ORDINAL_DAYS[day_s.lower()], MONTHS[mon_s.lower()], int(year_s) if year_s else None
 
 
 def _named_month(word: str, mon: int, r: date, future: bool) -> TimeSpan:

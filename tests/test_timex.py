@@ -51,6 +51,9 @@ TABLE = [
     ("on 8th December, 2022", "past", ("2022-12-08", "2022-12-08")),
     ("on December 1,2022", "past", ("2022-12-01", "2022-12-01")),
     ("in June 2022", "past", ("2022-06-01", "2022-06-30")),
+    ("on the fourteenth of April", "past", ("2023-04-14", "2023-04-14")),  # a day in words
+    ("on the twenty-first of June, 2021", "past", ("2021-06-21", "2021-06-21")),
+    ("on October the second", "future", ("2023-10-02", "2023-10-02")),
     ("in 2021", "past", ("2021-01-01", "2021-12-31")),
     ("the week before", "past", None),
     ("the second week of November", "past", None),  # "of <Month>" is ambiguous: "as of November" = up to it
@@ -95,3 +98,10 @@ def test_numbers_that_are_names_are_not_years() -> None:
     assert resolve_time('I keep playing "Cyberpunk 2077".', "2022-10-09") is None
     assert resolve_time("We moved here in 2019.", "2022-10-09").interval == ("2019-01-01", "2019-12-31")
     assert resolve_time("2077", None).interval == ("2077-01-01", "2077-12-31")  # no reference: nothing to judge by
+
+
+def test_an_ordinal_word_names_a_day_only_beside_a_month() -> None:
+    assert resolve_time("The Fourteenth of April was our day.", REF).interval == ("2023-04-14", "2023-04-14")
+    assert resolve_time("It was my second May in Lisbon.", REF) is None
+    assert resolve_time("you may second the motion", REF) is None  # "may" is a month only capitalised
+    assert resolve_time("the second week of November", REF) is None
