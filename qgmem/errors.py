@@ -14,6 +14,14 @@ class UserError(Exception):
     """Mixed into the error types whose message tells the user what to change."""
 
 
+class StoreError(RuntimeError, UserError):
+    """A store that cannot be opened or written as asked (unreadable, other schema, busy)."""
+
+
+class StoreBusy(StoreError):
+    """Another process is writing to the store."""
+
+
 def run_entry_point(prog: str, fn: Callable[[list[str]], int], argv: list[str] | None = None) -> int:
     """`fn(argv)` with user errors reported as `prog: message` on stderr and exit code 2."""
     args = list(sys.argv[1:] if argv is None else argv)
