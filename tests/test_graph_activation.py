@@ -150,22 +150,6 @@ def test_the_graph_is_stored_and_read_back_and_a_changed_unit_gets_new_keys(tmp_
         ag.check_edges(["entity", "colour"])
 
 
-
-def test_a_rebuild_in_one_process_reuses_its_graph_until_another_connection_writes(tmp_path, monkeypatch) -> None:
-    store = MemoryStore(tmp_path)
-    first = ag.load_or_build(store, "ns", UNITS)
-    reads: list[str] = []
-    real = MemoryStore.get_records
-    monkeypatch.setattr(MemoryStore, "get_records", lambda self, ns, kind: reads.append(kind) or real(self, ns, kind))
-    moved = [*UNITS[:2], dataclasses.replace(UNITS[2], trace_id="t9"), *UNITS[3:]]
-    again = ag.load_or_build(store, "ns", moved, previous=first)
-    assert reads == [] and again.computed == 1 and "t:t9" in again.keys(2)
-    MemoryStore(tmp_path).put_records("ns", f"{ag.RECORD_KIND}/s1", [])  # another process drops a session's keys
-    third = ag.load_or_build(store, "ns", moved, previous=again)
-    assert reads and third.computed == 2  # the store was read again: s1's two units got their keys again
-    fresh = MemoryStore(tmp_path)  # and a new process finds every unit's keys stored
-    assert ag.load_or_build(fresh, "ns", moved).computed == 0
-
 def _session(i: int, date: str) -> Session:
     people = ["Ann", "Ben"]
     turns = [Turn(f"D{i}:{j}", people[j % 2], f"In session {i} I played {['tennis', 'chess', 'golf'][j % 3]} "

@@ -80,13 +80,8 @@ _PREFIX = {"entity": "e:", "relation": "r:", "trace": "t:", "session": "d:", "su
 class UnitGraph:
     """Units x keys incidence (CSR), key degrees, and the person nodes' units."""
 
-    def __init__(self, keys_per_unit: Sequence[Sequence[str]], computed: int = 0,
-                 records: dict[str, list[dict[str, object]]] | None = None, store_version: int | None = None):
+    def __init__(self, keys_per_unit: Sequence[Sequence[str]], computed: int = 0):
         self.computed = computed  # units whose keys were computed, not read from the store (tests, benches)
-        # what the store holds of this graph, and the store's version when it did: the next build of the
-        # namespace in this process reads nothing while no other connection has written since
-        self.records = records or {}
-        self.store_version = store_version
         self.vocab: dict[str, int] = {}
         indptr = np.zeros(len(keys_per_unit) + 1, dtype=np.int64)
         ids: list[int] = []
@@ -197,25 +192,18 @@ def _kind(session_id: str) -> str:
     return f"{RECORD_KIND}/{session_id}"
 
 
-def load_or_build(store: object | None, ns: str, units: Sequence[AtomicUnit],
-                  previous: UnitGraph | None = None) -> UnitGraph:
+def load_or_build(store: object | None, ns: str, units: Sequence[AtomicUnit]) -> UnitGraph:
     """The namespace's graph: stored keys where a unit's signature still matches, new keys for the
     rest. Records are kept per session, so `add()` of one session writes that session's records (and
-    those of sessions whose units changed or went), not the whole namespace's. `previous`: this
-    process's graph of the namespace: while no other connection has written to the store since it was
-    built (`store.version()`), its records are what the store holds, and they are not read again."""
+    those of sessions whose units changed or went), not the whole namespace's."""
     stored: dict[str, tuple[str, list[str]]] = {}
     held: dict[str, list[str]] = {}  # stored kind -> its unit ids, in order
-    if previous is not None and store is not None and previous.store_version == store.version():  # type: ignore[attr-defined]
-        found = previous.records
-    elif store is not None:
-        found = {kind: store.get_records(ns, kind) for kind in store.record_kinds(ns)  # type: ignore[attr-defined]
-                 if kind.startswith(f"{RECORD_KIND}/")}
-    else:
-        found = {}
-    for kind, recs in found.items():
-        held[kind] = [r["u"] for r in recs]  # type: ignore[misc]
-        stored.update((r["u"], (r["s"], r["k"])) for r in recs)  # type: ignore[misc]
+    if store is not None:
+        for kind in store.record_kinds(ns):  # type: ignore[attr-defined]
+            if kind.startswith(f"{RECORD_KIND}/"):
+                recs = store.get_records(ns, kind)  # type: ignore[attr-defined]
+                held[kind] = [r["u"] for r in recs]
+                stored.update((r["u"], (r["s"], r["k"])) for r in recs)
     keys: list[list[str]] = []
     by_kind: dict[str, list[dict[str, object]]] = {}
     changed: set[str] = set()
@@ -236,7 +224,7 @@ def load_or_build(store: object | None, ns: str, units: Sequence[AtomicUnit],
                 store.put_records(ns, kind, recs)  # type: ignore[attr-defined]
         for kind in set(held) - set(by_kind):
             store.put_records(ns, kind, [])  # type: ignore[attr-defined]
-    return UnitGraph(keys, computed, by_kind, store.version() if store is not None else None)  # type: ignore[attr-defined]
+    return UnitGraph(keys, computed)
 
 
 def person_ranking(graph: UnitGraph, persons: Sequence[str], scores_for: Callable[[np.ndarray], np.ndarray],

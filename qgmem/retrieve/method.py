@@ -139,8 +139,6 @@ class QGMemRetriever(MethodBase):
             for r in rows:
                 trace_rows[r] = [x for x in rows if x != r]
         latest, update = trace_rows_of(units, traces)
-        before = self._index.get(ns)
-        previous = before.graph if before is not None else None
         turns = None
         if conversation is not None and ({"turn-lexical", "turn-dense"} & set(cfg.channels) or self._wants_turns()):
             pairs = dated_turns(conversation)
@@ -154,7 +152,7 @@ class QGMemRetriever(MethodBase):
                              cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search, ivf_spec(cfg)),
             attributes=attributes, names=names, max_name_words=max((len(n.split()) for n in names), default=1),
             row_of=row_of, trace_rows=trace_rows, turns=turns, latest_row=latest, update_row=update,
-            graph=ag.load_or_build(self.store, ns, units, previous) if cfg.graph.enabled else None,
+            graph=ag.load_or_build(self.store, ns, units) if cfg.graph.enabled else None,
         )
 
     def _dense_doc(self, texts: UnitTexts, u: AtomicUnit) -> str:
