@@ -57,9 +57,23 @@ def test_run_configs_state_only_what_they_change_of_the_retrieval_defaults(path)
     assert _restated(section, to_dict(RetrievalConfig()), "retrieval") == [], f"{path} restates defaults"
 
 
+@pytest.mark.parametrize("flags", [{"avx2"}, {"avx512f", "amx_bf16"}])
+def test_the_default_embeds_in_float32_on_every_cpu(monkeypatch, tmp_path, flags) -> None:
+    """One default, one set of numbers: the CPU's bf16 units change nothing unless a run asks for `:auto`."""
+    import json
+
+    import qgmem.embed as E
+    from qgmem.evaluation.runs import open_run
+
+    monkeypatch.setattr(E, "cpu_flags", lambda: flags)
+    run_dir, _ = open_run(RetrievalBenchConfig(benchmark="locomo", output_dir=str(tmp_path), run_name="r"))
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["embed_precision"] == "fp32" and meta["embedder"] == "minilm@128"
+
+
 @pytest.mark.parametrize("flags, precision", [({"avx2"}, "fp32"), ({"avx512f", "amx_bf16"}, "bf16")])
-def test_a_run_records_the_precision_it_embeds_in_and_is_not_resumed_under_another(monkeypatch, tmp_path, flags,
-                                                                                  precision):
+def test_an_auto_run_records_the_precision_it_embeds_in_and_is_not_resumed_under_another(monkeypatch, tmp_path,
+                                                                                        flags, precision) -> None:
     import json
 
     import qgmem.embed as E
@@ -67,6 +81,7 @@ def test_a_run_records_the_precision_it_embeds_in_and_is_not_resumed_under_anoth
 
     monkeypatch.setattr(E, "cpu_flags", lambda: flags)
     cfg = RetrievalBenchConfig(benchmark="locomo", output_dir=str(tmp_path), run_name="r")
+    cfg.retrieval.embedder = "minilm@128:auto"
     run_dir, _ = open_run(cfg)
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["embed_precision"] == precision and meta["embedder"] == E.resolve_name(cfg.retrieval.embedder)
