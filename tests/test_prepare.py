@@ -121,8 +121,8 @@ def test_prepare_splits_graphs_and_resume(tiny_conversation, tmp_path, monkeypat
     assert g.edge_index.shape[1] == len(row["edge_text"]) <= 4
     from qgmem.embed import get_embedder
 
-    # node features = MiniLM of node names, by the retriever's embedder (bf16 where the CPU has native bf16
-    # units: a bf16 row depends on the batch it was encoded in, so the bound is bf16's, not float32's)
+    # node features = MiniLM of node names, by the retriever's embedder (float32 by default; a config that asks
+    # for bf16 gets bf16's bound: a bf16 row depends on the batch it was encoded in)
     model = get_embedder(cfg.retrieval.embedder)
     emb = model.encode(row["node_text"])
     assert torch.allclose(g.x, torch.from_numpy(emb), atol=2e-3 if model.name.endswith(":bf16") else 1e-5)
