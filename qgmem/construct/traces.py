@@ -177,18 +177,20 @@ def said_key(u: AtomicUnit, position: int) -> tuple[str, int]:
 
 
 def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None,
-                 turn_texts: Mapping[str, str] | None = None, roles: RolesMemo | None = None) -> list[Group]:
+                 turn_texts: Mapping[str, str] | None = None, roles: RolesMemo | None = None,
+                 words: list[frozenset[str]] | None = None) -> list[Group]:
     """Groups of >= `min_size` units (members in memory-time order), in a canonical order.
 
     A unit that names the earlier state it changes across subjects or classes (construct/state_links.py,
     in dialogue order) joins that state's trace; every other unit is placed by its subject and class. With
     `turn_texts` (turn id -> text), a turn that tells a change its updates so far do not cover then links
     the earlier-session state its words name (construct/turn_changes.py), and the units are placed again.
-    `roles` keeps the rule roles this computes of each group, for `build_traces` to reuse."""
+    `roles` keeps the rule roles this computes of each group, for `build_traces` to reuse; `words`: each unit's
+    object words, when the caller has them."""
     table = table or StateTable.default()
     speakers = speakers_of(units)
     facts = [read_facts(u, table, speakers) for u in units]
-    words = [table.object_words(object_text(u)) for u in units]
+    words = words if words is not None else [table.object_words(object_text(u)) for u in units]
     readings: list[Reading | None] = [
         refine(table.read(u.relation, object_text(u), u.subject), u, f.cues, w, table)
         if traceable(u, table, speakers) else None for u, f, w in zip(units, facts, words)]
@@ -344,8 +346,8 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
     table = table or StateTable.default()
     ns = units[0].namespace
     memo: RolesMemo = {}
-    groups = group_traces(units, cfg, table, turn_texts, memo)
     words = [table.object_words(object_text(u)) for u in units]
+    groups = group_traces(units, cfg, table, turn_texts, memo, words)
     fields: dict[int, TraceFields] = {}
     traces: list[MemoryTrace] = []
     for ti, g in enumerate(groups):
