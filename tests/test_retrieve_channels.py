@@ -251,6 +251,20 @@ def test_auto_precision_is_bf16_only_on_cpus_with_bf16_units(monkeypatch, flags,
     assert E.get_embedder("minilm@128:auto") == want  # the loaded embedder is named by what it runs
 
 
+def test_a_loaded_embedder_leaves_the_libraries_out_of_every_later_collection() -> None:
+    """Each full collection in a query or an add() would otherwise walk torch's and the model's ~500k objects;
+    what the process makes afterwards is still collected."""
+    import gc
+
+    import qgmem.embed as E
+
+    E.get_embedder("minilm@128")
+    assert gc.get_freeze_count() > 100_000
+    cycle: list[object] = []
+    cycle.append(cycle)
+    del cycle
+    assert gc.collect() >= 1
+
 def test_auto_precision_on_a_gpu_follows_its_bf16_support(monkeypatch) -> None:
     import torch
 
