@@ -265,6 +265,7 @@ def test_a_loaded_embedder_leaves_the_libraries_out_of_every_later_collection() 
     del cycle
     assert gc.collect() >= 1
 
+
 def test_auto_precision_on_a_gpu_follows_its_bf16_support(monkeypatch) -> None:
     import torch
 

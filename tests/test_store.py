@@ -147,7 +147,6 @@ def test_cached_vectors_gather_stored_remembered_and_new_rows_in_order(tmp_path)
         assert store.get_embeddings("a", "k")[0] == [ids[3], ids[1]]  # pruned to these texts, in their order
 
 
-
 def test_cached_vectors_of_a_grown_or_cut_list_are_its_texts_rows(tmp_path) -> None:
     """The rows of a list that grew at its end (an added session) or lost its tail are served without a
     gather; each must still be its own text's vector, in the store and in what is returned."""
@@ -160,6 +159,7 @@ def test_cached_vectors_of_a_grown_or_cut_list_are_its_texts_rows(tmp_path) -> N
             m, _ = store.cached_vectors("a", "k", texts, encode, "m")
             want = np.stack([_vec(t) for t in texts])
             assert np.array_equal(m, want) and np.array_equal(store.get_embeddings("a", "k")[1], want)
+
 
 def test_units_reuse_unchanged_records_and_see_every_change(tmp_path) -> None:
     st = MemoryStore(tmp_path / "s")
