@@ -1,6 +1,6 @@
 """Knowledge-update figures of the in-sample and held-out fixture sets, side by side.
 
-    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2|heldout3|heldout4|dev|develop] [--failures] [--json PATH]
+    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2|...|heldout5|dev|develop] [--failures] [--json PATH]
 
 in-sample: tests/fixtures/updates/ (the word lists were iterated on it); dev: tests/fixtures/updates_dev/
 (written before the structural trace rules, developed on); held-out: tests/fixtures/updates_heldout/
@@ -9,8 +9,10 @@ construct/turn_changes.py developed on it: a development set since 2026-12-02); 
 tests/fixtures/updates_heldout2/ (written blind to the method, measured once at f0bf482, then developed
 on: a development set since a7d90fd); held-out 3: tests/fixtures/updates_heldout3/ (written blind to the
 method, measured once at 383c151, then developed on: a development set since 7e67086); held-out 4:
-tests/fixtures/updates_heldout4/ (written blind to the method before any measurement, 3906322; nothing may
-be tuned on it). `develop` = in-sample, dev and held-out 1-3, the sets a change may be looked at on. Each set is
+tests/fixtures/updates_heldout4/ (written blind to the method, measured once at 3906322, its misses read
+since: a development set); held-out 5: tests/fixtures/updates_heldout5/ (written blind to the method,
+f2757be, measured once at the commit that added it here: a development set from then on). `develop` = in-sample, dev and held-out
+1-4, the sets a change may be looked at on. Each set is
 built with the real rule extractor into a fresh temporary store and measured by
 `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with
 counts and percentages; `--failures` adds every labelled update that formed no trace, with the units the
@@ -34,10 +36,12 @@ SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.js
         "dev": ROOT / "tests" / "fixtures" / "updates_dev" / "conversations.json",
         "held-out 2": ROOT / "tests" / "fixtures" / "updates_heldout2" / "conversations.json",
         "held-out 3": ROOT / "tests" / "fixtures" / "updates_heldout3" / "conversations.json",
-        "held-out 4": ROOT / "tests" / "fixtures" / "updates_heldout4" / "conversations.json"}
-CHOICES = {"both": ("in-sample", "held-out 4"), "in-sample": ("in-sample",), "heldout": ("held-out",),
-           "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",), "dev": ("dev",),
-           "develop": ("in-sample", "dev", "held-out", "held-out 2", "held-out 3")}
+        "held-out 4": ROOT / "tests" / "fixtures" / "updates_heldout4" / "conversations.json",
+        "held-out 5": ROOT / "tests" / "fixtures" / "updates_heldout5" / "conversations.json"}
+CHOICES = {"both": ("in-sample", "held-out 5"), "in-sample": ("in-sample",), "heldout": ("held-out",),
+           "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",),
+           "heldout5": ("held-out 5",), "dev": ("dev",),
+           "develop": ("in-sample", "dev", "held-out", "held-out 2", "held-out 3", "held-out 4")}
 
 
 def run(names: tuple[str, ...]) -> list[UpdateReport]:
