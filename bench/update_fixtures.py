@@ -1,6 +1,6 @@
 """Knowledge-update figures of the in-sample and held-out fixture sets, side by side.
 
-    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2|...|heldout5|dev|develop] [--failures] [--json PATH]
+    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2|...|heldout6|dev|develop] [--failures] [--json PATH]
 
 in-sample: tests/fixtures/updates/ (the word lists were iterated on it); dev: tests/fixtures/updates_dev/
 (written before the structural trace rules, developed on); held-out: tests/fixtures/updates_heldout/
@@ -11,10 +11,10 @@ on: a development set since a7d90fd); held-out 3: tests/fixtures/updates_heldout
 method, measured once at 383c151, then developed on: a development set since 7e67086); held-out 4:
 tests/fixtures/updates_heldout4/ (written blind to the method, measured once at 3906322, its misses read
 since: a development set); held-out 5: tests/fixtures/updates_heldout5/ (written blind to the method,
-f2757be, measured once at the commit that added it here: a development set from then on). `develop` = in-sample, dev and held-out
-1-4, the sets a change may be looked at on. Each set is
-built with the real rule extractor into a fresh temporary store and measured by
-`qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with
+f2757be, measured once at e3cb10b: a development set since); held-out 6: tests/fixtures/updates_heldout6/ (written
+blind to the method; nothing may be tuned on it, and only `--set heldout6` measures it). `develop` = in-sample,
+dev and held-out 1-5, the sets a change may be looked at on. Each set is built with the real rule extractor into
+a fresh temporary store and measured by `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with
 counts and percentages; `--failures` adds every labelled update that formed no trace, with the units the
 extractor made of its two turns. Needs the spaCy pipeline and the packaged MiniLM (no network).
 """
@@ -37,11 +37,12 @@ SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.js
         "held-out 2": ROOT / "tests" / "fixtures" / "updates_heldout2" / "conversations.json",
         "held-out 3": ROOT / "tests" / "fixtures" / "updates_heldout3" / "conversations.json",
         "held-out 4": ROOT / "tests" / "fixtures" / "updates_heldout4" / "conversations.json",
-        "held-out 5": ROOT / "tests" / "fixtures" / "updates_heldout5" / "conversations.json"}
+        "held-out 5": ROOT / "tests" / "fixtures" / "updates_heldout5" / "conversations.json",
+        "held-out 6": ROOT / "tests" / "fixtures" / "updates_heldout6" / "conversations.json"}
 CHOICES = {"both": ("in-sample", "held-out 5"), "in-sample": ("in-sample",), "heldout": ("held-out",),
            "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",),
-           "heldout5": ("held-out 5",), "dev": ("dev",),
-           "develop": ("in-sample", "dev", "held-out", "held-out 2", "held-out 3", "held-out 4")}
+           "heldout5": ("held-out 5",), "heldout6": ("held-out 6",), "dev": ("dev",),
+           "develop": ("in-sample", "dev", "held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5")}
 
 
 def run(names: tuple[str, ...]) -> list[UpdateReport]:
