@@ -11,12 +11,13 @@ on: a development set since a7d90fd); held-out 3: tests/fixtures/updates_heldout
 method, measured once at 383c151, then developed on: a development set since 7e67086); held-out 4:
 tests/fixtures/updates_heldout4/ (written blind to the method, measured once at 3906322, its misses read
 since: a development set); held-out 5: tests/fixtures/updates_heldout5/ (written blind to the method,
-f2757be, measured once at e3cb10b: a development set since); held-out 6: tests/fixtures/updates_heldout6/ (written
-blind to the method; nothing may be tuned on it, and only `--set heldout6` measures it). `develop` = in-sample,
-dev and held-out 1-5, the sets a change may be looked at on. Each set is built with the real rule extractor into
-a fresh temporary store and measured by `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with
-counts and percentages; `--failures` adds every labelled update that formed no trace, with the units the
-extractor made of its two turns. Needs the spaCy pipeline and the packaged MiniLM (no network).
+f2757be, measured once at e3cb10b: a development set since); held-out 6: tests/fixtures/updates_heldout6/
+(written blind to the method; nothing may be tuned on it, and only `--set heldout6` measures it). `develop` =
+in-sample, dev and held-out 1-5, the sets a change may be looked at on. Each set is built with the real rule
+extractor into a fresh temporary store and measured by `qgmem.testing.update_report` (what each figure means is
+in its docstring). Prints a Markdown table with counts and percentages; `--failures` adds every labelled update
+that formed no trace, with the units the extractor made of its two turns. Needs the spaCy pipeline and the
+packaged MiniLM (no network).
 """
 
 from __future__ import annotations
