@@ -18,11 +18,11 @@ A change told across subjects or classes joins the trace of the state it changes
 (construct/state_links.py, in dialogue order): the thing a change verb acts on ("the centre moved the
 class to Thursdays"), a role holder who left ("Mrs. X retired"), a new holder told by the counterpart
 ("I see a new therapist now"), an end that names an earlier claim ("I sold the Fiat", "I gave my goldfish
-to my nephew"), a classless claim
-with a marker that shares the value's words ("I'm the museum's head of collections now"). A change that no
-triple of its turn carries ("I handed in my notice at the ferry terminal" read as (X | do | it)) is read
-from the turn's words (construct/turn_changes.py). Such a link supersedes its target, and the change is
-kept after it in the trace whatever time it is about.
+to my nephew"), a classless claim with a marker that shares the value's words ("I'm the museum's head of
+collections now"). A change that no triple of its turn carries ("I handed in my notice at the ferry terminal"
+read as (X | do | it)) is read from the turn's words, or from the partner status it tells ("I'm single" ->
+"we've been together since March"; construct/turn_changes.py). Such a link supersedes its target, and the
+change is kept after it in the trace whatever time it is about.
 
 Roles (rule path), in memory time (fact time, else utterance time, else dialogue order; a fact time
 after the utterance, a plan, counts from when it was said). An *end* ("quit", "cancel", a negated
@@ -73,8 +73,8 @@ TRACE_WORDS = ("relation_grammar", "state_changes", "state_classes", "state_igno
 # part of the traces' build key: bump it when a change of the grouping code changes traces, so stored
 # traces are regrouped instead of served (1: grouping by subject and class; 2: structural links and cues;
 # 3: changes told by a whole turn, construct/turn_changes.py, and a habit at a named place as a job; 4: the
-# thing a pronoun object of an end or a retiming stands for)
-TRACE_VERSION = 4
+# thing a pronoun object of an end or a retiming stands for; 5: a change of partner status, partner_status.py)
+TRACE_VERSION = 5
 
 
 @dataclass

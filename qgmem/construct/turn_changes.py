@@ -17,6 +17,10 @@ every turn uses links nothing; among the candidates the summed inverse turn freq
 decides, the latest on a tie. The person is the speaker, or the one spoken to when the change is a claim
 about "you" ("So you're giving tours at the observatory now!"). Bare verbs in a turn's words are not read:
 in chat "changing", "pushing", "stop" mostly change nothing.
+
+One attribute needs no shared word: partner status (construct/partner_status.py). A turn that tells a
+person's status (single, seeing someone, engaged, married) other than the one that person last told in an
+earlier session links that turn, as "I'm single" -> "we've been together since March" share nothing else.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from qgmem.construct.partner_status import Status, partner_status
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 from qgmem.types import AtomicUnit
@@ -198,6 +203,31 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
                     best = key
         if best is not None and not any(-best[2] in updates[r] for r in t.units if r in updates):
             out[_best_unit(units, free, said[-best[2]])] = (-best[2], "change")
+    for i, got in _status_links(units, order, person, turn_texts, updates, said).items():
+        out.setdefault(i, got)
+    return out
+
+
+def _status_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[str, str],
+                  turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
+                  said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
+    """Changes of partner status (construct/partner_status.py): a turn whose status of a person differs from
+    the latest status of that person told in an earlier session links that turn's unit, whatever words the
+    two share ("I'm single" -> "we've been together since March")."""
+    out: dict[int, tuple[int, str]] = {}
+    told: dict[str, list[tuple[str, int, Status]]] = {}  # person -> (session, turn position, status), in order
+    for k, t in enumerate(order):
+        status = partner_status(turn_texts[t.id])
+        if status is None:
+            continue
+        earlier = [x for x in told.get(person[t.id], []) if x[0] != t.session]
+        told.setdefault(person[t.id], []).append((t.session, k, status))
+        free = [r for r in t.units if r not in updates]
+        if not earlier or not free or not status.differs(earlier[-1][2]):
+            continue
+        target = _best_unit(units, order[earlier[-1][1]].units, t.words)
+        if not any(target in updates[r] for r in t.units if r in updates):
+            out[_best_unit(units, free, said[target])] = (target, "change")
     return out
 
 

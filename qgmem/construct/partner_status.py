@@ -1,0 +1,79 @@
+"""A speaker's partner status told in a sentence: one attribute, several values (for construct/turn_changes.py).
+
+Why: a change of partner status is mostly told in words that share nothing with the old value and often in no
+triple the extractor keeps ("I'm single, and quite happy about it" -> "So, I've met someone. We've been together
+since March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the
+status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through"),
+seeing someone, engaged, married. Two statements of one person in different sessions with different values, or
+with different named partners, are a change of that person's relationship state; the same value told again
+("still together") is not. Only statements about the speaker ("I", "we", "X and I") or, in a turn that speaks
+to the other person only, about them ("you're going out with ..."): a sister's marriage is her state, not the
+speaker's. General English, no benchmark or fixture vocabulary.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+SINGLE, SEEING, ENGAGED, MARRIED = "single", "seeing", "engaged", "married"
+
+_WHO = r"(?:someone|somebody|him|her|(?:a|the) (?:guy|girl|man|woman|lad|lass)\b)"
+_TITLE = r"(?!(?:Dr|Mr|Mrs|Ms|Miss|She|He|They|We)\b)"  # no partner: "seeing Dr Hale", "She and I"
+# (value, pattern) in the order they are tried: an ending or an engagement says more than "together"
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.IGNORECASE)) for v, p in (
+    (SINGLE, r"\b(?:split up|broke up|broken up|separated|divorced|separate ways|finished things|the divorce)\b"),
+    (SINGLE, r"\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)\s+(?:still\s+|now\s+)?single\b"
+             r"|\bsingle again\b"),
+    (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
+    (ENGAGED, r"\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got)\s+engaged\b|\bproposed\b"),
+    (MARRIED, r"\b(?:getting|got|get|been|we're|we are|i'm|i am)\s+married\b|\bour wedding\b"),
+    (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen going out\b"
+             r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
+             r"together\b|\b(?:i've|i have)\s+met someone\b"),
+)) + (  # a named partner is capitalised, so this one keeps its case; "seeing Anna" alone is as often a meeting
+    (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}[A-Z][a-z]+")),)
+# the partner a status names (case-sensitive: a name is capitalised)
+_SEEING_NAME = re.compile(rf"\b(?:[Ss]eeing|[Dd]ating|[Gg]oing out with|[Ee]ngaged to|[Mm]arried to)\s+"
+                          rf"{_TITLE}([A-Z][a-z]+)")
+_PARTNER = re.compile(rf"\b{_TITLE}([A-Z][a-z]+) and I\b|\b{_TITLE}([A-Z][a-z]+) proposed\b")
+# whose status: the speaker ("I", "we", "X and I") or the one spoken to, unless a third person is named after them
+_FIRST = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|you|you're|you've)\b|\b[a-z]+ and i\b", re.IGNORECASE)
+_THIRD = re.compile(r"\b(?:he|she|they|he's|she's|they're|his|her|their)\b", re.IGNORECASE)
+_NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|married|together|seeing|dating)\b",
+                      re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class Status:
+    value: str  # SINGLE | SEEING | ENGAGED | MARRIED
+    partner: str | None  # a partner named in the sentence, when one is
+
+    def differs(self, earlier: Status) -> bool:
+        """A change of status: another value, or the same value with another named partner."""
+        if self.value != earlier.value:
+            return True
+        return self.value != SINGLE and None not in (self.partner, earlier.partner) and self.partner != earlier.partner
+
+
+@lru_cache(maxsize=50_000)
+def partner_status(text: str) -> Status | None:
+    """The last partner status a turn's statements tell about its speaker or the one spoken to (see the
+    module docstring), or None. Questions ("are you still seeing him?") tell none."""
+    found: Status | None = None
+    for sentence in _SENTENCE.split(text):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for value, pattern in _PATTERNS:
+            m = pattern.search(sentence)
+            if m is None or (value != SINGLE and _NEGATED.search(sentence)):
+                continue
+            first = max((x.start() for x in _FIRST.finditer(sentence[:m.end()])), default=-1)  # "I'm" may open it
+            if first < 0 or first < max((x.start() for x in _THIRD.finditer(sentence[:m.start()])), default=-1):
+                break  # the nearest subject is not the speaker: "I think she's seeing someone"
+            named = _SEEING_NAME.search(sentence) or _PARTNER.search(sentence)
+            found = Status(value, next((g for g in named.groups() if g), None) if named else None)
+            break
+    return found

@@ -1,0 +1,82 @@
+"""Partner status (construct/partner_status.py) and the trace link it makes (construct/turn_changes.py): a
+person's status told again in a later session with another value, or another named partner, is a change
+of their relationship state even when the two turns share no word; the same status told again, a third
+person's status, a question and a negated status are not.
+
+The sentences are written for this test, in the register of chat; none comes from a benchmark or a fixture.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qgmem.construct.partner_status import ENGAGED, MARRIED, SEEING, SINGLE, Status, partner_status
+from test_construct_turn_changes import _changed, _chat
+
+
+@pytest.mark.parametrize(("text", "value", "partner"), [
+    ("Honestly? I'm single and loving the quiet.", SINGLE, None),
+    ("I haven't been dating anyone since the spring.", SINGLE, None),
+    ("Tobiah and I broke up in the autumn, no hard feelings.", SINGLE, "Tobiah"),
+    ("Good news, I've been seeing someone since the fair.", SEEING, None),
+    ("Yes, I'm dating Lisandro now, he fixes clocks.", SEEING, "Lisandro"),
+    ("Marisa and I have been together since the summer.", SEEING, "Marisa"),
+    ("Guess what, we're engaged! He asked on the ferry.", ENGAGED, None),
+    ("We're getting married in the spring!", MARRIED, None),
+    ("A little bird says you're going out with the baker's son now.", None, None),  # no person named: not read
+    ("So you're seeing someone now! Who is it?", SEEING, None),  # about the one spoken to
+])
+def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
+    got = partner_status(text)
+    assert (got.value, got.partner) == (value, partner) if value else got is None
+
+
+@pytest.mark.parametrize("text", [
+    "My sister and her husband split up last year.",  # a third person's status
+    "I think she's seeing someone from work.",
+    "Are you still seeing him?",  # a question tells nothing
+    "We're not engaged, whatever people say.",  # negated
+    "I didn't get married young, I waited.",
+    "I'm seeing the dentist on Friday.",  # "seeing" without a partner
+    "I'm going out tonight with the team.",
+    "I met someone from the old school at the market.",
+])
+def test_no_status_is_read_where_none_of_the_speaker_is_told(text: str) -> None:
+    assert partner_status(text) is None
+
+
+def test_another_value_or_partner_differs_and_the_same_one_told_again_does_not() -> None:
+    assert Status(SEEING, None).differs(Status(SINGLE, None))
+    assert Status(ENGAGED, "Ilse").differs(Status(SEEING, "Ilse"))
+    assert Status(SEEING, "Rufus").differs(Status(SEEING, "Ilse"))
+    assert not Status(SEEING, None).differs(Status(SEEING, "Ilse"))  # an unnamed partner may be the same one
+    assert not Status(SINGLE, None).differs(Status(SINGLE, "Tobiah"))
+
+
+SINGLE_TURN = (1, 1, "Wenonah", "Wenonah", "be", "happy",
+               "Not much news. I'm single, and honestly happy about it.")
+SMALL_TALK = (2, 1, "Caspian", "Caspian", "like", "the new cafe", "I like the new cafe on the corner.")
+
+
+def test_a_new_status_in_a_later_session_links_the_old_one_without_a_shared_word() -> None:
+    units, texts = _chat(SINGLE_TURN, SMALL_TALK,
+                         (3, 2, "Wenonah", "Wenonah", "meet", "a potter",
+                          "Big news: I've met someone. A potter from up the valley. We've been together since May."))
+    assert _changed(units, None) == []  # the triples alone share nothing
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+def test_the_same_status_told_again_or_in_the_same_session_links_nothing() -> None:
+    units, texts = _chat(SINGLE_TURN, SMALL_TALK,
+                         (3, 2, "Wenonah", "Wenonah", "be", "busy", "Still single, still busy with the garden."))
+    assert _changed(units, texts) == []
+    units, texts = _chat(SINGLE_TURN, (2, 1, "Wenonah", "Wenonah", "date", "a potter",
+                                       "Well, actually I've been seeing someone for a week."))
+    assert _changed(units, texts) == []  # the same session: a correction, not a change over time
+
+
+def test_another_persons_status_does_not_change_the_speakers() -> None:
+    units, texts = _chat(SINGLE_TURN, SMALL_TALK,
+                         (3, 2, "Caspian", "Caspian", "marry", "Imelda",
+                          "Imelda and I are getting married in June!"))
+    assert _changed(units, texts) == []  # Caspian told no status before; Wenonah's stays as it was
