@@ -40,6 +40,8 @@ def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str
     "I'm seeing the dentist on Friday.",  # "seeing" without a partner
     "I'm going out tonight with the team.",
     "I met someone from the old school at the market.",
+    "I proposed a new rota at work and nobody argued.",  # a proposal that is no engagement
+    "We'd like to get married one day, maybe.",  # a wish, not a status
 ])
 def test_no_status_is_read_where_none_of_the_speaker_is_told(text: str) -> None:
     assert partner_status(text) is None

@@ -27,8 +27,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (SINGLE, r"\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)\s+(?:still\s+|now\s+)?single\b"
              r"|\bsingle again\b"),
     (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
-    (ENGAGED, r"\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got)\s+engaged\b|\bproposed\b"),
-    (MARRIED, r"\b(?:getting|got|get|been|we're|we are|i'm|i am)\s+married\b|\bour wedding\b"),
+    (ENGAGED, r"\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got)\s+engaged\b"
+              r"|\bproposed to (?:me|him|her)\b"),  # not "I proposed a new rota"
+    (MARRIED, r"\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are)\s+married\b"),  # not "want to get married"
     (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen going out\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
              r"together\b|\b(?:i've|i have)\s+met someone\b"),
@@ -58,7 +59,7 @@ class Status:
         return self.value != SINGLE and None not in (self.partner, earlier.partner) and self.partner != earlier.partner
 
 
-@lru_cache(maxsize=50_000)
+@lru_cache(maxsize=20_000)  # whole turns as keys, as turn_changes.py's memos
 def partner_status(text: str) -> Status | None:
     """The last partner status a turn's statements tell about its speaker or the one spoken to (see the
     module docstring), or None. Questions ("are you still seeing him?") tell none."""
