@@ -45,6 +45,9 @@ _THIRD = re.compile(r"\b(?:he|she|they|he's|she's|they're|his|her|their)\b", re.
 _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|married|together|seeing|dating)\b",
                       re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# a word every pattern above needs: most turns have none and are passed over in one search
+_ANY = re.compile(r"split|broke|separate|divorce|finished things|single|dat(?:ing|ed)|seeing|going out|been with"
+                  r"|together|met someone|engaged|proposed|married", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ def partner_status(text: str) -> Status | None:
     """The last partner status a turn's statements tell about its speaker or the one spoken to (see the
     module docstring), or None. Questions ("are you still seeing him?") tell none."""
     found: Status | None = None
+    if not _ANY.search(text):
+        return None
     for sentence in _SENTENCE.split(text):
         if sentence.rstrip().endswith("?"):
             continue
