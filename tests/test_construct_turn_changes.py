@@ -119,3 +119,14 @@ def test_a_phrasal_end_ends_the_state_its_object_names_and_a_bare_loss_does_not(
     units, _ = _chat(swim, (2, 2, "Tamsin", "Tamsin", "lose", "my Lowfield sea swimmers cap",
                             "I lost my Lowfield sea swimmers cap."))
     assert _changed(units, None) == []
+
+
+def test_a_habit_at_a_named_firm_is_a_job_even_where_its_verb_ends_an_ownership() -> None:
+    """"I sell used cars at X" tells where the speaker works, not a car sold; a new job told the same way in a
+    later session ("I process loan forms for Y") then replaces it, with no word in common."""
+    units, texts = _chat((1, 1, "Tamsin", "Tamsin", "sell", "used cars",
+                          "Busy as ever. I still sell used cars at Harrowgate Motors on the bypass."), SMALL_TALK,
+                         (3, 2, "Tamsin", "Tamsin", "process", "loan forms for the Kestrel Building Society",
+                          "All change. I process loan forms for the Kestrel Building Society these days."))
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+

@@ -73,8 +73,9 @@ TRACE_WORDS = ("relation_grammar", "state_changes", "state_classes", "state_igno
 # part of the traces' build key: bump it when a change of the grouping code changes traces, so stored
 # traces are regrouped instead of served (1: grouping by subject and class; 2: structural links and cues;
 # 3: changes told by a whole turn, construct/turn_changes.py, and a habit at a named place as a job; 4: the
-# thing a pronoun object of an end or a retiming stands for; 5: a change of partner status, partner_status.py)
-TRACE_VERSION = 5
+# thing a pronoun object of an end or a retiming stands for; 5: a change of partner status, partner_status.py;
+# 6: a habit at a named organisation is a job even where the verb ends an ownership, "I sell cars at X")
+TRACE_VERSION = 6
 
 
 @dataclass
@@ -134,8 +135,8 @@ def refine(r: Reading, u: AtomicUnit, c: Cues, values: frozenset[str], table: St
     about a time after the utterance that replaces something ("instead") is a plan; "no longer" ends the
     relation's state; a marker ("now", "instead") makes a value of its class a change."""
     cls, kind = r.cls, r.kind
-    if (cls is None or kind == "note") and (c.role_at or (c.works_at and kind in ("state", "note") and not r.light)):
-        cls, kind = "employment", "state"  # "I drive a van for <a firm>" is a job, not a car owned
+    if (cls is None or kind == "note" or cls == "ownership") and (c.role_at or (c.works_at and not r.light)):
+        cls, kind = "employment", "state"  # "I drive a van for <a firm>", "I sell cars at <a firm>": a job
     if cls is None and u.relation.strip().lower() == "be" and "'s " in u.subject and _is_name(u.object):
         cls, kind = "relationship", "state"
     if c.recurring and ((cls is None and r.light) or (cls == "employment" and not values and kind != "end")):
