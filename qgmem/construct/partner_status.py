@@ -66,9 +66,9 @@ class Status:
 def partner_status(text: str) -> Status | None:
     """The last partner status a turn's statements tell about its speaker or the one spoken to (see the
     module docstring), or None. Questions ("are you still seeing him?") tell none."""
-    found: Status | None = None
     if not _ANY.search(text):
         return None
+    found: Status | None = None
     for sentence in _SENTENCE.split(text):
         if sentence.rstrip().endswith("?"):
             continue

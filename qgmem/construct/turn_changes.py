@@ -201,11 +201,20 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
                 key = (sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
                 if best is None or key > best:
                     best = key
-        if best is not None and not any(-best[2] in updates[r] for r in t.units if r in updates):
-            out[_best_unit(units, free, said[-best[2]])] = (-best[2], "change")
+        if best is not None:
+            out.update(_change_link(units, t, free, -best[2], updates, said))
     for i, got in _status_links(units, order, person, turn_texts, updates, said).items():
         out.setdefault(i, got)
     return out
+
+
+def _change_link(units: list[AtomicUnit], t: _Turn, free: list[int], target: int, updates: Mapping[int, set[int]],
+                 said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
+    """{the unit of `t` (one of `free`) that meets `target`'s words most: (target, "change")}, or nothing when
+    an update of the turn already supersedes `target`."""
+    if any(target in updates[r] for r in t.units if r in updates):
+        return {}
+    return {_best_unit(units, free, said[target]): (target, "change")}
 
 
 def _status_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[str, str],
@@ -220,14 +229,12 @@ def _status_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[s
         status = partner_status(turn_texts[t.id])
         if status is None:
             continue
-        earlier = [x for x in told.get(person[t.id], []) if x[0] != t.session]
-        told.setdefault(person[t.id], []).append((t.session, k, status))
+        said_before = told.setdefault(person[t.id], [])
+        earlier = next((x for x in reversed(said_before) if x[0] != t.session), None)  # the latest, other session
+        said_before.append((t.session, k, status))
         free = [r for r in t.units if r not in updates]
-        if not earlier or not free or not status.differs(earlier[-1][2]):
-            continue
-        target = _best_unit(units, order[earlier[-1][1]].units, t.words)
-        if not any(target in updates[r] for r in t.units if r in updates):
-            out[_best_unit(units, free, said[target])] = (target, "change")
+        if earlier is not None and free and status.differs(earlier[2]):
+            out.update(_change_link(units, t, free, _best_unit(units, order[earlier[1]].units, t.words), updates, said))
     return out
 
 
