@@ -21,6 +21,10 @@ in chat "changing", "pushing", "stop" mostly change nothing.
 One attribute needs no shared word: partner status (construct/partner_status.py). A turn that tells a
 person's status (single, seeing someone, engaged, married) other than the one that person last told in an
 earlier session links that turn, as "I'm single" -> "we've been together since March" share nothing else.
+
+A thing leaving its owner (construct/disposal.py: "we sold it", "it belongs to my nephew now") tells a change
+too. When it names the thing by a pronoun or not at all, the thing is what the turn or the question just
+before it names ("Where's the tandem?" -> "We sold it."), so those words join the turn's change words.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from qgmem.construct.disposal import disposal
 from qgmem.construct.partner_status import Status, partner_status
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
@@ -106,15 +111,25 @@ def _negation(token: str) -> bool:
 
 
 @lru_cache(maxsize=20_000)  # whole turns as keys: a 10,000-turn namespace fits, a long one's memory stays bounded
-def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table: StateTable) -> tuple[str, ...]:
-    """The sentences of a turn that tell a change; the whole turn when one of its units' relations (which
-    hold an irregular verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a
-    namespace's turns are read again whenever it grows."""
+def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table: StateTable,
+                      people: frozenset[str]) -> tuple[tuple[str, ...], bool]:
+    """(The sentences of a turn that tell a change, whether one of them tells a thing leaving its owner by a
+    pronoun or by nothing: "We sold it."). The whole turn when one of its units' relations (which hold an
+    irregular verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a namespace's
+    turns are read again whenever it grows."""
+    gone = [d for d in map(lambda x: disposal(x, people), _SENTENCE.split(text)) if d is not None]
+    by_reference = any(d.by_reference for d in gone)
     for rel in relations:
         e = table.relation(rel)[1]
         if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):
-            return (text,)
-    return tuple(x for x in _SENTENCE.split(text) if _tells_change(x, speaker, table))
+            return (text,), by_reference
+    told = tuple(x for x in _SENTENCE.split(text) if _tells_change(x, speaker, table) or disposal(x, people))
+    return told, by_reference
+
+
+def _asked(text: str | None) -> str:
+    """The questions of a turn ("And the motorbike?"): what a pronoun of the answer may stand for."""
+    return " ".join(x for x in _SENTENCE.split(text or "") if x.rstrip().endswith("?"))
 
 
 @lru_cache(maxsize=200_000)
@@ -158,9 +173,15 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             words = _words(text, u.speaker, skip)
             t = turns[u.first_turn] = _Turn(u.first_turn, u.speaker, u.session_id, i, [], words)
         t.units.append(i)
+    people = frozenset(w for u in units for w in u.speaker.split())
+    ids = list(turn_texts)
+    before = dict(zip(ids[1:], ids[:-1]))  # turn_texts is in dialogue order
     for t in turns.values():
-        told = _change_sentences(turn_texts[t.id], t.speaker, tuple(units[r].relation for r in t.units), table)
+        told, by_reference = _change_sentences(turn_texts[t.id], t.speaker,
+                                               tuple(units[r].relation for r in t.units), table, people)
         t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
+        if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
+            t.change_words |= t.words | _words(_asked(turn_texts.get(before.get(t.id, ""))), t.speaker, skip)
         t.told = " ".join(told)
     order = sorted(turns.values(), key=lambda t: t.position)
     df: dict[str, int] = {}

@@ -1,0 +1,75 @@
+"""A thing leaving its owner, told in a sentence (for construct/turn_changes.py).
+
+Why: an ownership ends in words the old state does not use, and the thing itself is mostly a pronoun or left
+out, because the other speaker has just named it: "And the motorbike?" -> "Sold in March."; "Where's the
+tandem?" -> "We sold it."; "How's the Vespa?" -> "It belongs to my nephew now.". So the rule extractor keeps no
+claim of it ("sold it" names nothing) and the turn shares no word with "I've still got the old tandem". The
+reading here is of the sentence's grammar only, general English: the owner sells, scraps or gives the thing
+away ("we sold it", "I got rid of the car", "gave him away"), or the thing goes to someone or somewhere ("the
+Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt's", "it belongs to my nephew",
+"the Velmont paid for the new roof"), or someone takes it away ("a couple drove the Dandelion away", "came for
+it with a trailer"). Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell
+it"), a person going somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from qgmem.words import load_table
+
+_PRONOUN = re.compile(r"^(?:it|him|her|them|one)$", re.IGNORECASE)
+# the thing, where a pattern names it: a pronoun, "the/my <noun>", or a capitalised name (kept case-sensitive)
+_THING = (r"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:old )?[A-Za-z]+"
+          r"|(?!(?:I|We|You|He|She|They|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b)[A-Z][a-z]+)")
+_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
+    # the owner disposes of it
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:\w+ly\s+|just\s+|finally\s+)?"
+    rf"(?:sold|scrapped|got rid of|traded in|part-exchanged)\s+{_THING}",
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:gave|given)\s+{_THING}\s+away\b",
+    r"^\s*(?:[Ss]old|[Ss]crapped)\b(?!\s+out)",  # "Sold in March." (the thing left out)
+    # the thing goes
+    rf"\b{_THING}(?:'s|’s| has| had)?\s+(?:gone|went)\s+(?:to|for)\b(?!\s+(?:me|us)\b)",  # "went to me": got
+    rf"\b{_THING}\s+(?:now\s+)?belongs\s+to\b",
+    rf"\b{_THING}\s+paid\s+for\b",
+    # someone takes it away
+    rf"\b(?:towed|drove|took|carted|hauled)\s+{_THING}\s+away\b",
+    r"\bcame\s+(?:round\s+)?for\s+(?P<thing>it)\b",
+))
+# a person is not a thing that is sold or given away: "my sister went to Leeds", "the kids went to bed"
+_PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "children", "men", "women"})
+_NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bmight|\bthinking of)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# a word every pattern needs: most sentences have none and are passed over in one search
+_ANY = re.compile(r"sold|scrapped|rid of|traded in|exchanged|gave|given|gone|went|belongs|paid for|away|came",
+                  re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Disposal:
+    thing: str  # the thing as the sentence names it ("the Volvo", "it"); "" when left out
+    by_reference: bool  # a pronoun or nothing: the thing is named elsewhere (the question before, the turn)
+
+
+@lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos
+def disposal(sentence: str, people: frozenset[str] = frozenset()) -> Disposal | None:
+    """The thing a sentence tells has left its owner (see the module docstring), or None. `people`: the
+    namespace's speakers, whose names are persons, not things ("Mel went to the beach")."""
+    if not _ANY.search(sentence) or sentence.rstrip().endswith("?"):
+        return None
+    for pattern in _PATTERNS:
+        m = pattern.search(sentence)
+        if m is None or _NEGATED.search(sentence[:m.start()]) or _NEGATED.search(m.group(0)):
+            continue
+        thing = (m.groupdict().get("thing") or "").strip()
+        head = thing.split()[-1] if thing else ""
+        if head in people or head.lower() in _PERSONS or head.lower().rstrip("s") in _PERSONS:
+            continue
+        return Disposal(thing, not thing or bool(_PRONOUN.match(thing)))
+    return None
+
+
+def sentences(text: str) -> list[str]:
+    return _SENTENCE.split(text)

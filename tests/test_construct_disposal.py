@@ -1,0 +1,79 @@
+"""A thing leaving its owner (construct/disposal.py) and the change it tells through construct/turn_changes.py:
+the sentence readings, and the link a turn makes when it names the thing by a pronoun or not at all and the
+question just before it names it ("Where's the tandem?" -> "We sold it.").
+
+Units are written by hand as the rule extractor makes them: for "We sold it." it keeps no claim, only the
+turn's other clause.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qgmem.construct.disposal import Disposal, disposal
+from tests.test_construct_turn_changes import _changed, _chat
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ("We sold it.", Disposal("it", True)),
+    ("Sold in March.", Disposal("", True)),
+    ("No, I finally sold it to a collector.", Disposal("it", True)),
+    ("It belongs to my nephew now.", Disposal("It", True)),
+    ("It went to the village hall in the end.", Disposal("It", True)),
+    ("So it's gone for scrap.", Disposal("it", True)),
+    ("They paid cash and came for it with a trailer.", Disposal("it", True)),
+    ("I gave him away to a farm.", Disposal("him", True)),
+    ("Since the Volvo went to the scrapyard, I take the bus.", Disposal("the Volvo", False)),
+    ("Pilchard's gone to my aunt's in the countryside.", Disposal("Pilchard", False)),
+    ("A couple drove the Dandelion away last Saturday.", Disposal("the Dandelion", False)),
+    ("The Velmont paid for the new roof.", Disposal("The Velmont", False)),
+    ("I got rid of the car.", Disposal("the car", False)),
+])
+def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) -> None:
+    assert disposal(sentence) == expected
+
+
+@pytest.mark.parametrize("sentence", [
+    "Did you sell it?",  # a question
+    "I'd never sell it.", "I haven't sold it yet.", "I want to sell it.", "We might sell it.",  # not done
+    "We went to the beach.", "He went to Leeds.", "My sister went to Leeds.", "The kids went to bed.",  # persons
+    "He paid for dinner.", "It paid off in the end.", "It went great.",
+    "The cats went with her, and the plants went to me.",  # the speaker got something
+    "The gig sold out in a day.",
+])
+def test_what_is_not_a_thing_leaving_its_owner(sentence: str) -> None:
+    assert disposal(sentence) is None
+
+
+def test_a_speaker_is_a_person_not_a_thing() -> None:
+    assert disposal("Mel went to the park.") is not None  # a name the reader does not know
+    assert disposal("Mel went to the park.", frozenset({"Mel"})) is None
+
+
+OLD_TANDEM = (1, 1, "Desdemona", "Desdemona", "buy", "an old tandem",
+              "It was! Dorian and I bought an old tandem at the auction, and we ride it to the pub on Sundays.")
+SMALL_TALK = (2, 1, "Drogo", "Drogo", "ride", "a bike", "I only ride to work. Any tips for hills?")
+ASKED = (3, 2, "Drogo", "Drogo", "see", "you", "I've seen you walking to the pub lately. Where's the tandem?")
+SOLD = (4, 2, "Desdemona", "someone", "keep", "trying to steer",
+        "We sold it. Someone kept trying to steer from the back seat.")
+
+
+def test_a_pronoun_thing_sold_links_the_ownership_the_question_before_names() -> None:
+    units, texts = _chat(OLD_TANDEM, SMALL_TALK, ASKED, SOLD)
+    units = [u for u in units if u.first_turn != "D2:3"]  # the question keeps no claim
+    assert _changed(units, texts) == [("n/u1", "n/u4")]
+
+
+def test_without_the_question_a_pronoun_names_nothing() -> None:
+    asked_other = ASKED[:6] + ("I've seen you walking to the pub lately. How was the quiz?",)
+    units, texts = _chat(OLD_TANDEM, SMALL_TALK, asked_other, SOLD)
+    units = [u for u in units if u.first_turn != "D2:3"]
+    assert _changed(units, texts) == []
+
+
+def test_a_thing_sold_in_the_same_session_is_no_change_of_an_earlier_state() -> None:
+    same = tuple(SOLD[:1]) + (1,) + tuple(SOLD[2:])
+    asked = tuple(ASKED[:1]) + (1,) + tuple(ASKED[2:])
+    units, texts = _chat(OLD_TANDEM, SMALL_TALK, asked, same)
+    units = [u for u in units if u.first_turn != "D1:3"]
+    assert _changed(units, texts) == []
