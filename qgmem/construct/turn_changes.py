@@ -18,9 +18,11 @@ decides, the latest on a tie. The person is the speaker, or the one spoken to wh
 about "you" ("So you're giving tours at the observatory now!"). Bare verbs in a turn's words are not read:
 in chat "changing", "pushing", "stop" mostly change nothing.
 
-One attribute needs no shared word: partner status (construct/partner_status.py). A turn that tells a
-person's status (single, seeing someone, engaged, married) other than the one that person last told in an
-earlier session links that turn, as "I'm single" -> "we've been together since March" share nothing else.
+Two attributes need no shared word: partner status (construct/partner_status.py) and home
+(construct/residence.py). A turn that tells a person's status (single, seeing someone, engaged, married) or
+home other than the one that person last told in an earlier session links that turn, as "I'm single" ->
+"we've been together since March" or "I rent a bedsit on Quayle Road" -> "we've moved into a flat in
+Hollerby" share nothing else.
 
 A thing leaving its owner (construct/disposal.py: "we sold it", "it belongs to my nephew now") tells a change
 too. When it names the thing by a pronoun or not at all, the thing is what the turn or the question just
@@ -31,12 +33,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Protocol
 
 from qgmem.construct.disposal import disposal
-from qgmem.construct.partner_status import Status, partner_status
+from qgmem.construct.partner_status import partner_status
+from qgmem.construct.residence import home
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 from qgmem.types import AtomicUnit
@@ -224,7 +228,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
                     best = key
         if best is not None:
             out.update(_change_link(units, t, free, -best[2], updates, said))
-    for i, got in _status_links(units, order, person, turn_texts, updates, said).items():
+    for i, got in _attribute_links(units, order, person, turn_texts, updates, said).items():
         out.setdefault(i, got)
     return out
 
@@ -238,24 +242,38 @@ def _change_link(units: list[AtomicUnit], t: _Turn, free: list[int], target: int
     return {_best_unit(units, free, said[target]): (target, "change")}
 
 
-def _status_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[str, str],
-                  turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
-                  said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
-    """Changes of partner status (construct/partner_status.py): a turn whose status of a person differs from
-    the latest status of that person told in an earlier session links that turn's unit, whatever words the
-    two share ("I'm single" -> "we've been together since March")."""
+class _Value(Protocol):
+    def differs(self, earlier: Any) -> bool: ...
+
+
+# attributes whose values English names directly, read from a whole turn: a change needs no shared word
+_ATTRIBUTES: tuple[Callable[[str], _Value | None], ...] = (partner_status, home)
+
+
+def _attribute_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[str, str],
+                     turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
+                     said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
+    """Changes of partner status (construct/partner_status.py) and of home (construct/residence.py): a turn
+    whose value for a person differs from the latest value of that person told in an earlier session links
+    that turn's unit, whatever words the two share ("I'm single" -> "we've been together since March")."""
     out: dict[int, tuple[int, str]] = {}
-    told: dict[str, list[tuple[str, int, Status]]] = {}  # person -> (session, turn position, status), in order
-    for k, t in enumerate(order):
-        status = partner_status(turn_texts[t.id])
-        if status is None:
-            continue
-        said_before = told.setdefault(person[t.id], [])
-        earlier = next((x for x in reversed(said_before) if x[0] != t.session), None)  # the latest, other session
-        said_before.append((t.session, k, status))
-        free = [r for r in t.units if r not in updates]
-        if earlier is not None and free and status.differs(earlier[2]):
-            out.update(_change_link(units, t, free, _best_unit(units, order[earlier[1]].units, t.words), updates, said))
+    for read in _ATTRIBUTES:
+        told: dict[str, list[tuple[str, int, _Value]]] = {}  # person -> (session, turn position, value), in order
+        for k, t in enumerate(order):
+            value = read(turn_texts[t.id])
+            if value is None:
+                continue
+            said_before = told.setdefault(person[t.id], [])
+            # a speaker tells a change once a session ("we relocated to Melbourne" ... "our new house has a
+            # lemon tree"); the person's own word after a friend's report ("you're going out with ...") counts
+            again = any(x[0] == t.session and order[x[1]].speaker == t.speaker for x in said_before)
+            earlier = next((x for x in reversed(said_before) if x[0] != t.session), None)  # latest, other session
+            said_before.append((t.session, k, value))
+            free = [r for r in t.units if r not in updates]
+            if earlier is not None and not again and free and value.differs(earlier[2]):
+                target = _best_unit(units, order[earlier[1]].units, t.words)
+                for i, got in _change_link(units, t, free, target, updates, said).items():
+                    out.setdefault(i, got)
     return out
 
 

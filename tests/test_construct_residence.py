@@ -1,0 +1,75 @@
+"""Where a speaker lives (construct/residence.py) and the change of home it tells through
+construct/turn_changes.py: the readings, and the link a later move makes when it shares no word with the old
+home ("I rent a bedsit on Quayle Road" -> "my partner and I have moved into a two-bed flat in Hollerby").
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qgmem.construct.residence import Home, home
+from tests.test_construct_turn_changes import _changed, _chat
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I rent a bedsit on Quayle Road.", Home(frozenset({"Quayle Road"}), False)),
+    ("Ouch. I rent a room above my uncle's bakery in Whitby, so my commute is short.",
+     Home(frozenset({"Whitby"}), False)),
+    ("We've lived in Bath for two years now, but the flat is falling apart.", Home(frozenset({"Bath"}), False)),
+    ("I'm still in my old room at my parents' house in Orrin Vale.", Home(frozenset({"Orrin Vale"}), False)),
+    ("Still in the cottage at Brackenhold, still driving the school bus.", Home(frozenset({"Brackenhold"}), False)),
+    ("And I can walk to the office from my flat on Bellhanger Street.",
+     Home(frozenset({"Bellhanger Street"}), False)),
+    ("We live in a flat in the Plateau, near a bagel shop.", Home(frozenset({"Plateau"}), False)),
+    ("My partner and I have moved into a two-bed flat in Hollerby.", Home(frozenset({"Hollerby"}), True)),
+    ("I've got the keys to a studio over a bike shop on Venn Road.", Home(frozenset({"Venn Road"}), True)),
+    ("Now that I've got my own place by the harbour, I can have people over.", Home(frozenset(), True)),
+    ("So you live out in Wrenfield now! Your sister said you moved in June.", Home(frozenset({"Wrenfield"}), True)),
+    ("No, we relocated to Melbourne in August.", Home(frozenset({"Melbourne"}), True)),
+])
+def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
+    assert home(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Do you still live in Leeds?",  # a question
+    "We'd love to move to the coast.", "I don't live there any more.",  # a wish, a negation
+    "My sister has moved to Leeds.", "They've got a bungalow in Saltcombe Bay.",  # a third person's home
+    "I'm in Paris this week.", "We're staying in a hotel in Rome for the week.",  # a stay, not a home
+    "I'm living my best life.", "I live for the weekends.", "I moved on from that job.",
+    "Glad you found a place to chill.", "It's like finding your true place in the world.",
+])
+def test_what_tells_no_home(text: str) -> None:
+    assert home(text) is None
+
+
+def test_a_home_differs_by_a_move_elsewhere_or_other_places() -> None:
+    bath, cardiff = Home(frozenset({"Bath"}), False), Home(frozenset({"Cardiff"}), False)
+    assert cardiff.differs(bath) and not bath.differs(Home(frozenset({"Bath"}), False))
+    assert Home(frozenset(), True).differs(bath)  # "I've got my own place now"
+    assert not Home(frozenset({"Bath"}), True).differs(Home(frozenset({"Bath"}), True))  # the same move, told again
+    assert not Home(frozenset(), False).differs(bath)  # "I'm still in the flat": nothing says it changed
+
+
+OLD_HOME = (1, 1, "Ilse", "Ilse", "rent", "a bedsit", "Money's tight. I rent a bedsit on Quayle Road.")
+SMALL_TALK = (2, 1, "Oren", "Oren", "want", "a new bell", "I want a new bell for mine. Any tips?")
+MOVED = (3, 2, "Ilse", "Ilse", "split", "the rent",
+         "Good news: my partner and I have moved into a two-bed flat in Hollerby, with a garden.")
+
+
+def test_a_move_links_the_old_home_without_a_shared_word() -> None:
+    units, texts = _chat(OLD_HOME, SMALL_TALK, MOVED)
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+def test_the_same_home_told_again_links_nothing() -> None:
+    again = MOVED[:6] + ("I'm still in the bedsit on Quayle Road. The damp is worse.",)
+    assert home(again[6]) == Home(frozenset({"Quayle Road"}), False)
+    units, texts = _chat(OLD_HOME, SMALL_TALK, again)
+    assert _changed(units, texts) == []
+
+
+def test_a_move_told_twice_in_a_session_links_once() -> None:
+    house = (4, 2, "Ilse", "Ilse", "have", "a lemon tree", "Our new flat has a lemon tree outside.")
+    units, texts = _chat(OLD_HOME, SMALL_TALK, MOVED, house)
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
