@@ -9,84 +9,50 @@ attribute itself: a verb of dwelling ("live", "rent", "share", "staying", "crash
 place ("my flat on Bellhanger Street"), or a move ("moved in with my brother", "got the keys to a studio",
 "signed for a terrace", "my new room in Fallowmere"). Its value is the capitalised places after a preposition
 ("Lindell Court"). Two statements of one person in different sessions are a change of home when the later one
-is a move to other places, or names places the earlier one does not. Only statements about the speaker ("I",
-"we", "X and I") or the one spoken to ("you"): a parent's move is theirs. Not read: questions, negated
-statements, wishes ("we'd love to move"), a stay somewhere ("I'm in Paris this week": no dwelling, no verb of
-dwelling). General English, no benchmark or fixture vocabulary.
+is a move to other places, or names places the earlier one does not (construct/named_state.py reads both
+attributes told with a name, this one and work). Not read, beside what that module says: a stay somewhere
+("I'm in Paris this week": no dwelling, no verb of dwelling). General English, no benchmark or fixture
+vocabulary.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
-from qgmem.construct.state_cues import MONTHS, WEEKDAYS
+from qgmem.construct.named_state import AUX, SUBJECT, NamedState, read_named
 
 _DWELLING = (r"(?:flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|apartment|lodge|caravan|"
              r"houseboat|farmhouse|maisonette|digs|house share|home|floor)s?")
-_SUBJECT = r"(?:i|we|you|[a-z]+ and i)"
-_AUX = r"(?:'ve|’ve|'m|’m|'re|’re| have| am| are| had|'d)?"
 _STAY = re.compile(
-    rf"\b{_SUBJECT}{_AUX}\s+(?:\w+\s+){{0,2}}?(?:live|lived|living|rent|renting|rented)\s+"
+    rf"\b{SUBJECT}{AUX}\s+(?:\w+\s+){{0,2}}?(?:live|lived|living|rent|renting|rented)\s+"
     rf"(?:out\s+|up\s+|down\s+)?(?:in|on|at|above|over|near)\b"
-    rf"|\b{_SUBJECT}{_AUX}\s+(?:\w+\s+){{0,2}}?(?:rent|renting|rented|share|sharing|staying|crashing)\s+"
+    rf"|\b{SUBJECT}{AUX}\s+(?:\w+\s+){{0,2}}?(?:rent|renting|rented|share|sharing|staying|crashing)\s+"
     rf"(?:in\s+|at\s+)?(?:a|an|the|my|our|that|this)\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
-    rf"|\b{_SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been| was| were)\s+(?:still\s+|now\s+|"
+    rf"|\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been| was| were)\s+(?:still\s+|now\s+|"
     rf"been\s+|just\s+)*(?:in|on)\s+(?:the|my|a|an|our|your)\s+"
     rf"(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
     rf"|^\s*(?:still|now)\s+in\s+the\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
     rf"|\b(?:my|our|your)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:[A-Z]))",  # a name
     re.IGNORECASE)
 _MOVE = re.compile(
-    rf"\b{_SUBJECT}{_AUX}\s+(?:just\s+|finally\s+|recently\s+|now\s+|all\s+)*(?:moved|moving|relocated)\s+"
+    rf"\b{SUBJECT}{AUX}\s+(?:just\s+|finally\s+|recently\s+|now\s+|all\s+)*(?:moved|moving|relocated)\s+"
     rf"(?:in|into|to|up|down|out|back|over|across|house)\b"
-    rf"|\b{_SUBJECT}{_AUX}\s+(?:just\s+|finally\s+|now\s+)*(?:got|bought|found|signed for|took|taken)\s+"
+    rf"|\b{SUBJECT}{AUX}\s+(?:just\s+|finally\s+|now\s+)*(?:got|bought|found|signed for|took|taken)\s+"
     rf"(?:the keys to\s+)?(?:a|an|my own|our own|your own|my|our|a little|a new)\s+(?:[\w'’-]+\s+){{0,2}}?"
     rf"{_DWELLING}\b(?!\s+to\b)"  # not "found a place to chill"
     rf"|\b(?:my|our|your) new\s+{_DWELLING}\b",
     re.IGNORECASE)
-_NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwant to|\bwould|'d love|'d like|\bif\b|\bmight|\bhope)\b",
-                      re.IGNORECASE)
 _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:the\s+)?"
                     r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
-_NOT_PLACE = frozenset(w.capitalize() for w in MONTHS | WEEKDAYS) | {"I", "Mum", "Dad", "Mr", "Mrs", "Ms", "Dr"}
-_THIRD = re.compile(r"\b(?:he|she|they|he's|she's|they're|his|her|their)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"liv|rent|shar|stay|crash|flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|"
                   r"apartment|lodge|caravan|maisonette|digs|home|floor|mov|reloc", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Home:
-    places: frozenset[str]  # the capitalised places the statements name ("Lindell Court", "Swindon")
-    moved: bool  # told as a move ("moved in with", "got the keys to", "my new flat")
-
-    def differs(self, earlier: Home) -> bool:
-        """A change of home: a move to other places than the earlier statement's, or a stay somewhere else."""
-        if self.moved:
-            return not self.places or self.places != earlier.places
-        return bool(self.places and earlier.places) and not self.places & earlier.places
+Home = NamedState  # names: the places; begun: a move
 
 
 @lru_cache(maxsize=20_000)  # whole turns as keys, as turn_changes.py's memos
 def home(text: str) -> Home | None:
     """The home a turn's statements tell of its speaker or the one spoken to (see the module docstring): the
     places of all of them, a move if one is. None when no statement tells one."""
-    if not _ANY.search(text):
-        return None
-    told = False
-    places: set[str] = set()
-    moved = False
-    for sentence in _SENTENCE.split(text):  # "So you live in Dunhallow now! Your sister said you moved in June."
-        if sentence.rstrip().endswith("?"):
-            continue
-        move = _MOVE.search(sentence)
-        m = move or _STAY.search(sentence)
-        if m is None or _NEGATED.search(sentence[:m.end()]) or _THIRD.search(sentence[:m.start()]):
-            continue  # "my sister says they've moved to ...": a third person's home
-        told, moved = True, moved or move is not None
-        places.update(p for p in (" ".join(w for w in g.split() if w not in _NOT_PLACE).strip("'’")
-                                  for g in _PLACE.findall(sentence[m.start():])) if p)
-    return Home(frozenset(places), moved) if told else None
+    return read_named(text, _MOVE, _STAY, _PLACE) if _ANY.search(text) else None

@@ -18,11 +18,12 @@ decides, the latest on a tie. The person is the speaker, or the one spoken to wh
 about "you" ("So you're giving tours at the observatory now!"). Bare verbs in a turn's words are not read:
 in chat "changing", "pushing", "stop" mostly change nothing.
 
-Two attributes need no shared word: partner status (construct/partner_status.py) and home
-(construct/residence.py). A turn that tells a person's status (single, seeing someone, engaged, married) or
-home other than the one that person last told in an earlier session links that turn, as "I'm single" ->
-"we've been together since March" or "I rent a bedsit on Quayle Road" -> "we've moved into a flat in
-Hollerby" share nothing else.
+Three attributes need no shared word: partner status (construct/partner_status.py), home
+(construct/residence.py) and job (construct/occupation.py). A turn that tells a person's status (single,
+seeing someone, engaged, married), home or workplace other than the one that person last told in an earlier
+session links that turn, as "I'm single" -> "we've been together since March", "I rent a bedsit on Quayle
+Road" -> "we've moved into a flat in Hollerby" or "I fix buses at the Stanway depot" -> "I've started an
+apprenticeship with Pendry and Daughters" share nothing else.
 
 A thing leaving its owner (construct/disposal.py: "we sold it", "it belongs to my nephew now") tells a change
 too. When it names the thing by a pronoun or not at all, the thing is what the turn or the question just
@@ -39,6 +40,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from qgmem.construct.disposal import disposal
+from qgmem.construct.occupation import job
 from qgmem.construct.partner_status import partner_status
 from qgmem.construct.residence import home
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
@@ -150,11 +152,11 @@ def _time_kinds(text: str, speaker: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def _person(turn: _Turn, text: str, previous_speaker: str | None) -> str:
+def _person(turn: _Turn, text: str, other: str | None) -> str:
     low = text.lower()
-    if previous_speaker and previous_speaker != turn.speaker and _SECOND_PERSON.search(low) \
+    if other and other != turn.speaker and _SECOND_PERSON.search(low) \
             and not _FIRST_PERSON.search(low):
-        return previous_speaker
+        return other
     return turn.speaker
 
 
@@ -197,11 +199,12 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     specific = max(cfg.specific_df, math.ceil(cfg.specific_share * n))
     person: dict[str, str] = {}  # whose state a turn tells (of a change turn: its change sentences)
     changer: dict[str, str] = {}
-    prev: str | None = None
-    for t in order:
-        person[t.id] = _person(t, turn_texts[t.id], prev)
-        changer[t.id] = _person(t, t.told, prev)
-        prev = t.speaker
+    recent: list[str] = []  # the latest two speakers, latest last: the one spoken to is the latest other one,
+    for t in order:  # also when a turn between them kept no unit ("Look at you! So you're ... now!")
+        other = next((x for x in reversed(recent) if x != t.speaker), None)
+        person[t.id] = _person(t, turn_texts[t.id], other)
+        changer[t.id] = _person(t, t.told, other)
+        recent = [x for x in recent if x != t.speaker][-1:] + [t.speaker]
     turn_of = {r: k for k, t in enumerate(order) for r in t.units}
     said: dict[int, frozenset[str]] = {}  # unit -> words of its own sentence
     holding: dict[str, list[int]] = {}  # a specific word -> the units whose sentence holds it (a link needs one)
@@ -247,15 +250,15 @@ class _Value(Protocol):
 
 
 # attributes whose values English names directly, read from a whole turn: a change needs no shared word
-_ATTRIBUTES: tuple[Callable[[str], _Value | None], ...] = (partner_status, home)
+_ATTRIBUTES: tuple[Callable[[str], _Value | None], ...] = (partner_status, home, job)
 
 
 def _attribute_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[str, str],
                      turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
                      said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
-    """Changes of partner status (construct/partner_status.py) and of home (construct/residence.py): a turn
-    whose value for a person differs from the latest value of that person told in an earlier session links
-    that turn's unit, whatever words the two share ("I'm single" -> "we've been together since March")."""
+    """Changes of partner status, home and job (see the module docstring): a turn whose value for a person
+    differs from the latest value of that person told in an earlier session links that turn's unit, whatever
+    words the two share ("I'm single" -> "we've been together since March")."""
     out: dict[int, tuple[int, str]] = {}
     for read in _ATTRIBUTES:
         told: dict[str, list[tuple[str, int, _Value]]] = {}  # person -> (session, turn position, value), in order

@@ -1,0 +1,68 @@
+"""Where a speaker works, told in a sentence: one attribute, its value the organisations named (for
+construct/turn_changes.py, read by construct/named_state.py).
+
+Why: a new job is mostly told in words that share nothing with the old one ("I'm a receptionist at a dental
+practice in Tarnby" -> "I've started at the Hollerby animal clinic as a veterinary care assistant"; "I answer
+complaints for Blackmoss Energy" -> "I've been at the seed bank at Ostley Gardens since June"). English tells
+the attribute itself: a role at a named place ("I'm a sous chef at the Gilded Pike"), work at or for one ("I've
+worked at Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in the present at a named
+organisation ("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), or a
+beginning ("I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me
+on as a trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ..."). Its value
+is the capitalised names after "at", "for", "with" or "in". Not read, beside what construct/named_state.py
+says: a habit with no named organisation ("I drive the airport shuttle"), the past ("I met her at Rook's"),
+going, shopping or eating somewhere ("I shop at Lidl"). General English, no benchmark or fixture vocabulary.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from qgmem.construct.named_state import AUX, SUBJECT, NamedState, read_named
+
+_NAMED = r"(?:[\w'’&-]+\s+){0,5}?(?:at|for|with|in)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:[A-Z]))"  # ... at a name
+# a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
+_AT_NAME = r"(?:(?!to\b|it\b)[\w'’&-]+\s+){0,5}?(?:at|for)\s+(?:the\s+)?(?=(?-i:[A-Z]))"
+# verbs of a present habit that are not work (going, shopping, eating, meeting, liking somewhere), and the
+# irregular pasts a bare form cannot tell from the present: "I met her at Rook's", "I had a great time at ..."
+_NOT_WORK = (r"(?!(?:also|still|now|just|really|always|never|even|only|go|shop|eat|meet|see|stay|live|play|"
+             r"pray|look|wait|love|like|enjoy|hate|feel|use|had|met|"
+             r"went|saw|got|took|made|came|found|spent|left|was|were|did|ran|sat|stood|bought|sold|thought|kept|"
+             r"ate|drank|lost|won|told|said|heard|gave|brought|caught|taught|wrote|read)"
+             r"(?:s|es|ing)?\b)")
+_HOLDS = re.compile(
+    rf"\b{SUBJECT}(?:'m|’m|'re|’re| am| are)\s+(?:still\s+|now\s+)?(?:a|an|the)\s+{_NAMED}"  # a role at a name
+    rf"|\b{SUBJECT}{AUX}\s+(?:still\s+|been\s+|now\s+)*(?:work|works|worked|working)\s+(?:as|at|for|in)\b"
+    rf"|\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+(?:still\s+|now\s+)*"
+    rf"(?:at|on|behind|with)\s+{_NAMED}"  # "I'm still on the grill at ...", "I've been at the seed bank at ..."
+    rf"|\b{SUBJECT}(?:(?:'m|’m|'re|’re| am| are)\s+still|'ve been|’ve been| have been)\s+(?:at|with)\s+"
+    rf"(?:the\s+)?(?=(?-i:[A-Z]))"  # "I'm still at Tellwise" (not "I'm at Disneyland!")
+    rf"|\b(?:i|we|[a-z]+ and i)\s+(?:still\s+|now\s+|also\s+)?{_NOT_WORK}[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
+    rf"|\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+(?:still\s+|now\s+)?"
+    rf"{_NOT_WORK}[a-z]+ing\s+{_AT_NAME}",  # "you're selling houses for ..."
+    re.IGNORECASE)
+_BEGINS = re.compile(
+    rf"\b{SUBJECT}{AUX}\s+(?:just\s+|now\s+|finally\s+)*(?:started|starting|begun)\s+(?:(?:at|with)\s+(?:the\s+)?"
+    rf"(?=(?-i:[A-Z]))|as\b|work\b|"
+    rf"(?:a|an|my)\s+(?:new\s+)?(?:[\w'’-]+\s+){{0,2}}?(?:job|apprenticeship|traineeship|role|post|position)\b)"
+    rf"|\b{SUBJECT}{AUX}\s+(?:just\s+|finally\s+)*(?:took|taken|got|landed|accepted)\s+(?:a|the)\s+(?:new\s+)?"
+    rf"(?:[\w'’-]+\s+)?(?:job|role|post|position)\b"
+    rf"|\b(?:taken on|took me on|taking me on|got taken on|been hired|got hired)\b"
+    rf"|\b(?:made|promoted) me\s+(?:to\s+)?(?:an?\s+|the\s+)?(?:[\w'’-]+\s+)?(?:manager|supervisor|director|head|"
+    rf"lead|partner|foreman|chef)\b"
+    rf"|\bmy new (?:job|role|post|position)\b",
+    re.IGNORECASE)
+_ORG = re.compile(r"\b(?:at|for|with|in)\s+(?:the\s+|a\s+|an\s+)?([A-Z][\w'’&-]*(?:\s+(?:[A-Z][\w'’&-]*|&|and"
+                  r"(?=\s+(?!I\b)[A-Z])))*)")
+# a word every pattern needs: most turns have none and are passed over in one search
+_ANY = re.compile(r"\b(?:at|for|with|in|as)\s|\bjob\b|taken on|took me on|hired|made me|promoted",
+                  re.IGNORECASE)
+Job = NamedState  # names: the organisations; begun: a new job
+
+
+@lru_cache(maxsize=20_000)  # whole turns as keys, as turn_changes.py's memos
+def job(text: str) -> Job | None:
+    """Where a turn's statements tell its speaker or the one spoken to works (see the module docstring): the
+    organisations of all of them, a new job if one is. None when no statement tells one."""
+    return read_named(text, _BEGINS, _HOLDS, _ORG) if _ANY.search(text) else None

@@ -1,0 +1,71 @@
+"""Where a speaker works (construct/occupation.py, read by construct/named_state.py) and the change of job it
+tells through construct/turn_changes.py: the readings, a new job that shares no word with the old one, and
+the one spoken to after a turn that kept no unit ("Look at you in a suit! So you're selling houses for ...").
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qgmem.construct.named_state import NamedState
+from qgmem.construct.occupation import job
+from tests.test_construct_turn_changes import _changed, _chat
+
+
+@pytest.mark.parametrize("text, names, begun", [
+    ("I'm a sous chef at the Gilded Pike in Hallowmere, split shifts all week.", {"Gilded Pike", "Hallowmere"},
+     False),
+    ("Boring but stable. I've worked at Pell & Marsh for six years.", {"Pell & Marsh"}, False),
+    ("I'm a junior accountant at Pemberly Vance and I want to present better.", {"Pemberly Vance"}, False),
+    ("I'm still at Tellwise, answering broadband complaints.", {"Tellwise"}, False),
+    ("I'm still on the grill at the Tallowmere Bistro, six nights out of seven.", {"Tallowmere Bistro"}, False),
+    ("I fix buses at the Stanway depot all day.", {"Stanway"}, False),
+    ("I stack shelves on the night crew at the Dewhurst superstore now.", {"Dewhurst"}, False),
+    ("So you're selling houses for Drummond Lisle now!", {"Drummond Lisle"}, False),
+    ("I've been at the seed bank at Ostley Gardens since June.", {"Ostley Gardens"}, False),
+    ("I took a job as a finance analyst at the Lowmarsh water company.", {"Lowmarsh"}, True),
+    ("I've started at the Hollerby animal clinic as a care assistant.", {"Hollerby"}, True),
+    ("Big change: I've been taken on full-time at Inkwell and Hare.", {"Inkwell and Hare"}, True),
+    ("And the vets took me on as a trainee nurse.", set(), True),
+    ("The hotel made me assistant manager.", set(), True),
+    ("I started a new job as an analyst last week.", set(), True),
+])
+def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun: bool) -> None:
+    assert job(text) == NamedState(frozenset(names), begun)
+
+
+@pytest.mark.parametrize("text", [
+    "Are you still at Tellwise?",  # a question
+    "I'd never work for Blackmoss.", "I want to start at Inkwell.",  # negated, a wish
+    "My husband's still a foreman at Gethin Steel.", "She works at the Fairmead vets.",  # a third person's job
+    "I shop at Lidl now.", "I met her at Rook's.", "I had a great time at the Louvre.", "We ate at Nando's.",
+    "I go to yoga at Fitness First.", "I love hiking in Yosemite.", "I'm at Disneyland!",
+    "I'm in love with Paris.", "I also use it to speak up for the Pride community.", "I worked with Python.",
+    "See you tomorrow at McGee's!", "I started with workshops and books.",
+])
+def test_what_tells_no_job(text: str) -> None:
+    assert job(text) is None
+
+
+def test_the_same_organisation_by_a_shorter_name_is_no_change() -> None:
+    assert not job("Yes, I'm still at Fairholme, and I love it.").differs(
+        job("I work at the Fairholme Observatory, running the visitor centre."))
+
+
+OLD_JOB = (1, 1, "Ilse", "Ilse", "be", "a receptionist",
+           "I'm a receptionist at a dental practice in Tarnby, eight till four.")
+SMALL_TALK = (2, 1, "Oren", "Oren", "want", "a new bell", "I want a new bell for mine. Any tips?")
+STARTED = (3, 2, "Ilse", "Ilse", "go up", "my pay",
+           "Good news: I've started at the Hollerby animal clinic as a care assistant, and my pay has gone up.")
+
+
+def test_a_new_job_links_the_old_one_without_a_shared_word() -> None:
+    units, texts = _chat(OLD_JOB, SMALL_TALK, STARTED)
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+def test_a_job_said_of_the_one_spoken_to_after_a_turn_without_units_is_theirs() -> None:
+    told = (3, 2, "Oren", "Ilse", "sell", "houses",
+            "Look at you in a suit! So you're selling houses for Lisle & Co now!")
+    units, texts = _chat(OLD_JOB, SMALL_TALK, told)  # Ilse's greeting between Oren's turns kept no unit
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
