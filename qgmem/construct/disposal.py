@@ -41,7 +41,6 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
 # a person is not a thing that is sold or given away: "my sister went to Leeds", "the kids went to bed"
 _PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "children", "men", "women"})
 _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bmight|\bthinking of)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a word every pattern needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"sold|scrapped|rid of|traded in|exchanged|gave|given|gone|went|belongs|paid for|away|came",
                   re.IGNORECASE)
@@ -69,7 +68,3 @@ def disposal(sentence: str, people: frozenset[str] = frozenset()) -> Disposal | 
             continue
         return Disposal(thing, not thing or bool(_PRONOUN.match(thing)))
     return None
-
-
-def sentences(text: str) -> list[str]:
-    return _SENTENCE.split(text)

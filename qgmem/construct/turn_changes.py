@@ -123,8 +123,7 @@ def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table
     pronoun or by nothing: "We sold it."). The whole turn when one of its units' relations (which hold an
     irregular verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a namespace's
     turns are read again whenever it grows."""
-    gone = [d for d in map(lambda x: disposal(x, people), _SENTENCE.split(text)) if d is not None]
-    by_reference = any(d.by_reference for d in gone)
+    by_reference = any(d is not None and d.by_reference for d in (disposal(x, people) for x in _SENTENCE.split(text)))
     for rel in relations:
         e = table.relation(rel)[1]
         if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):
