@@ -21,7 +21,8 @@ SUBJECT = r"(?:i|we|you|[a-z]+ and i)"  # the speaker ("X and I" too) or the one
 AUX = r"(?:'ve|’ve|'m|’m|'re|’re| have| am| are| had|'d)?"
 _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwant to|\bwould|'d love|'d like|\bif\b|\bmight|\bhope)\b",
                       re.IGNORECASE)
-_THIRD = re.compile(r"\b(?:he|she|they|he's|she's|they're|his|her|their)\b", re.IGNORECASE)
+# a third person before the verb: the statement is about them (also read by construct/partner_status.py)
+THIRD = re.compile(r"\b(?:he|she|they|he's|she's|they're|his|her|their)\b", re.IGNORECASE)
 _NOT_NAME = frozenset(w.capitalize() for w in MONTHS | WEEKDAYS) | {"I", "Mum", "Dad", "Mr", "Mrs", "Ms", "Dr"}
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 
@@ -55,7 +56,7 @@ def read_named(text: str, begins: re.Pattern[str], holds: re.Pattern[str], names
             continue
         begin = begins.search(sentence)
         m = begin or holds.search(sentence)
-        if m is None or _NEGATED.search(sentence[:m.end()]) or _THIRD.search(sentence[:m.start()]):
+        if m is None or _NEGATED.search(sentence[:m.end()]) or THIRD.search(sentence[:m.start()]):
             continue
         told, begun = True, begun or begin is not None
         found.update(n for n in (" ".join(w for w in g.split() if w not in _NOT_NAME).strip("'’")

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from qgmem.construct.named_state import THIRD
+
 SINGLE, SEEING, ENGAGED, MARRIED = "single", "seeing", "engaged", "married"
 
 _WHO = r"(?:someone|somebody|him|her|(?:a|the) (?:guy|girl|man|woman|lad|lass)\b)"
@@ -41,7 +43,6 @@ _SEEING_NAME = re.compile(rf"\b(?:[Ss]eeing|[Dd]ating|[Gg]oing out with|[Ee]ngag
 _PARTNER = re.compile(rf"\b{_TITLE}([A-Z][a-z]+) and I\b|\b{_TITLE}([A-Z][a-z]+) proposed\b")
 # whose status: the speaker ("I", "we", "X and I") or the one spoken to, unless a third person is named after them
 _FIRST = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|you|you're|you've)\b|\b[a-z]+ and i\b", re.IGNORECASE)
-_THIRD = re.compile(r"\b(?:he|she|they|he's|she's|they're|his|her|their)\b", re.IGNORECASE)
 _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|married|together|seeing|dating)\b",
                       re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -77,7 +78,7 @@ def partner_status(text: str) -> Status | None:
             if m is None or (value != SINGLE and _NEGATED.search(sentence)):
                 continue
             first = max((x.start() for x in _FIRST.finditer(sentence[:m.end()])), default=-1)  # "I'm" may open it
-            if first < 0 or first < max((x.start() for x in _THIRD.finditer(sentence[:m.start()])), default=-1):
+            if first < 0 or first < max((x.start() for x in THIRD.finditer(sentence[:m.start()])), default=-1):
                 break  # the nearest subject is not the speaker: "I think she's seeing someone"
             named = _SEEING_NAME.search(sentence) or _PARTNER.search(sentence)
             found = Status(value, next((g for g in named.groups() if g), None) if named else None)

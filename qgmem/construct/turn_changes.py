@@ -123,12 +123,14 @@ def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table
     pronoun or by nothing: "We sold it."). The whole turn when one of its units' relations (which hold an
     irregular verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a namespace's
     turns are read again whenever it grows."""
-    by_reference = any(d is not None and d.by_reference for d in (disposal(x, people) for x in _SENTENCE.split(text)))
+    sentences = _SENTENCE.split(text)
+    gone = [disposal(x, people) for x in sentences]
+    by_reference = any(d is not None and d.by_reference for d in gone)
     for rel in relations:
         e = table.relation(rel)[1]
         if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):
             return (text,), by_reference
-    told = tuple(x for x in _SENTENCE.split(text) if _tells_change(x, speaker, table) or disposal(x, people))
+    told = tuple(x for x, d in zip(sentences, gone) if d is not None or _tells_change(x, speaker, table))
     return told, by_reference
 
 
@@ -152,9 +154,10 @@ def _time_kinds(text: str, speaker: str) -> frozenset[str]:
 
 
 def _person(turn: _Turn, text: str, other: str | None) -> str:
+    """Whose state `text` tells: `other` (the latest other speaker) for a claim about "you" only, else the
+    turn's speaker."""
     low = text.lower()
-    if other and other != turn.speaker and _SECOND_PERSON.search(low) \
-            and not _FIRST_PERSON.search(low):
+    if other and _SECOND_PERSON.search(low) and not _FIRST_PERSON.search(low):
         return other
     return turn.speaker
 
