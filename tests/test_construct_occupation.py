@@ -40,8 +40,8 @@ def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun:
     "My husband's still a foreman at Gethin Steel.", "She works at the Fairmead vets.",  # a third person's job
     "I shop at Lidl now.", "I met her at Rook's.", "I had a great time at the Louvre.", "We ate at Nando's.",
     "I go to yoga at Fitness First.", "I love hiking in Yosemite.", "I'm at Disneyland!",
-    "I'm in love with Paris.", "I also use it to speak up for the Pride community.", "I worked with Python.",
-    "See you tomorrow at McGee's!", "I started with workshops and books.",
+    "I'm in love with Paris.", "I also use it to stand up for the Harbour Trust.", "I worked with Rust.",
+    "Meet you tonight at Dolan's!", "I started with podcasts and maps.",
 ])
 def test_what_tells_no_job(text: str) -> None:
     assert job(text) is None

@@ -37,7 +37,7 @@ def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     "My sister has moved to Leeds.", "They've got a bungalow in Saltcombe Bay.",  # a third person's home
     "I'm in Paris this week.", "We're staying in a hotel in Rome for the week.",  # a stay, not a home
     "I'm living my best life.", "I live for the weekends.", "I moved on from that job.",
-    "Glad you found a place to chill.", "It's like finding your true place in the world.",
+    "Nice that you found a place to unwind.", "It's like finding your own place in the world.",
 ])
 def test_what_tells_no_home(text: str) -> None:
     assert home(text) is None
