@@ -1,0 +1,117 @@
+"""Someone leaving a group or a pastime, or the group itself ending, told in a sentence (for
+construct/turn_changes.py).
+
+Why: a membership ends in words the old state does not use, and the thing left is mostly a pronoun or left
+out, because the other speaker has just named it: "Are you still fencing at Iron Gate?" -> "No, I dropped it
+in October."; "Still drawing?" -> "I packed it in after Christmas."; "And the choir?" -> "I'm not a member
+any more.". The rule extractor keeps no claim of it ("dropped it" names nothing), and the turn shares no word
+with "I fence with the Iron Gate club". A group can also end under its members: "the club folded in
+September", "the band broke up", "the team carries on without me". The reading is of the sentence's grammar
+only, general English:
+- a person quits: "dropped it", "gave it up", "gave up the club", "packed it in", "stopped going", "stood
+  down", "let the membership lapse", "didn't renew", "not a member any more", "my last concert with them";
+- a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "... carries on without
+  me".
+A bare quitting verb ("I dropped it", "I stopped") is read only when nothing but a time follows it ("in
+October", "after six weeks", "last year"): "I dropped it on the floor" and "we stopped at the shop" end nothing.
+Not read: questions, negated or wished sentences ("I'd never quit", "I want to give it up"), a person as the
+group that ends ("my parents split up" is a relationship, read elsewhere).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from qgmem.construct.state_cues import MONTHS
+from qgmem.words import load_table
+
+_PRONOUN = frozenset({"it", "them", "that", "they", "this", "those"})
+# who quits: a person's pronoun or "my son" (before the verb), or a verb joined to the one before ("and let ...")
+_SUBJECT = (r"(?:\b(?:[Ii]|[Ww]e|[Hh]e|[Ss]he|[Tt]hey|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+\w+)"
+            r"(?:'ve|’ve| have| had|'d|’d|'s|’s| has)?|\b(?:and|then))"
+            r"\s+(?:\w+ly\s+|just\s+|finally\s+|already\s+)?")
+_MONTH = "|".join(sorted(m.capitalize() for m in MONTHS))
+# what may follow a bare quitting verb: the sentence's end, or a time ("in October", "after six weeks")
+_SEASON = r"(?:spring|summer|autumn|fall|winter)"
+_TAIL = r"(?=\s*(?:[.,;:!)\-—–]|$)|\s+(?:" + "|".join((
+    rf"in\s+(?:{_MONTH}|the\s+(?:{_SEASON}|end|new year)|\d{{4}})", r"after\b", r"before\b", r"at\s+the\s+end\b",
+    r"last\b", rf"this\s+(?:year|month|week|{_SEASON})\b", r"(?:a\s+)?(?:few|couple)\b", r"(?:ages|a\s+while)\b",
+    r"(?:years?|months?|weeks?)\s+ago", r"for\s+good\b", r"(?:when|because|once|though|too)\b",
+    r"(?:altogether|completely)\b", r"as\s+well\b", r"mid-")) + "))"
+# the thing a pattern names: a pronoun, or a noun phrase of up to four words (kept as the sentence has it)
+_THING = r"(?P<thing>it|them|that|(?:(?:the|my|our|his|her|their)\s+)?(?:[\w'’-]+\s+){0,3}?[\w'’-]+)"
+# the thing between a verb and its particle: "gave it up", "given football up", "packed the Scouts in"
+_HELD = r"(?P<thing>it|them|that|(?:(?:the|my|our|his|her|their)\s+)?(?:[\w'’-]+\s+){0,2}?[\w'’-]+)"
+_QUIT = (
+    rf"(?:dropped|ditched|quit|quitted|chucked)\s+(?P<thing>it|them|that){_TAIL}",
+    rf"(?:gave|given|give)\s+{_HELD}\s+up\b",
+    rf"(?:packed|jacked|chucked|pack|jack|chuck)\s+{_HELD}\s+in\b",
+    rf"(?:gave|given)\s+up\s+(?:on\s+)?{_THING}",
+    rf"(?:packed|jacked|chucked)\s+in\s+{_THING}",
+    rf"(?:(?:gave|given)\s+up|(?:packed|jacked|chucked)\s+in|(?:stood|stepped)\s+down){_TAIL}",
+    rf"(?:stopped|quit){_TAIL}",
+    r"(?:stopped|quit)\s+(?:going|\w+ing)\b",
+    rf"let\s+{_THING}\s+(?:lapse|expire)\b",  # "let it go" is mostly a feeling: a membership has to be named
+    r"let\s+(?P<thing>(?:the|my|our)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+)\s+go\b(?!\s+(?:to|out|in|on|and|for|with|"
+    r"into|outside|home|off|ahead|first|back|of)\b)",
+    r"(?:called it a day|knocked it on the head|hung up my \w+)",
+)
+_QUITTING = tuple(re.compile(rf"{_SUBJECT}(?:{q})") for q in _QUIT)
+_NOT_RENEWED = re.compile(rf"{_SUBJECT}(?:didn't|didn’t|did not|never|haven't|haven’t)\s+renew(?:ed)?\b"
+                          rf"(?:\s+(?:at|with)?\s*{_THING})?", re.IGNORECASE)
+_NO_MEMBER = re.compile(r"\b(?:(?:not|no longer) a member(?:\s+(?:any ?more|now))?(?!\s+of\b)"
+                        r"|not in (?:it|them) any ?more|no longer in (?:it|them))", re.IGNORECASE)
+_LAST_TIME = re.compile(r"\b(?:[Ii]|[Ww]e)\s+\w+\s+(?:my|our)\s+last\s+\w+\s+(?:with|for)\s+(?P<thing>them|it)\b")
+_GROUP = (r"(?P<thing>[Tt]hey|[Ii]t|(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+"
+          r"|(?!(?:I|We|You|He|She|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b)"
+          r"[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)")
+_ENDED = re.compile(rf"{_GROUP}(?:'s|’s| has| had)?\s+(?:just\s+|finally\s+)?(?:folded|disbanded|broken up|broke up"
+                    r"|split up|wound up|closed down|shut down|gone under|went under|gone bust|went bust|fallen apart"
+                    r"|fell apart)\b")
+_WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies|ied)\s+on|manages?|copes?"
+                         r"|gets?\s+by|(?:is|are|'s|’s)\s+(?:doing\s+)?(?:fine|carrying\s+on))"
+                         r"\s+without\s+(?:me|us|my)\b")
+_PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME)
+# a person is not a group that folds: "my parents split up", "the kids broke up for the summer"
+_PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "children", "men", "women"})
+_WISH = re.compile(r"(?:\bnot\b|n't|n’t|\bnever|\bwon't|\bwould|'d\s+(?!renew)|\bwant(?:s|ed)?\s+to|\bmight|\bmay\b"
+                   r"|\bthinking\s+(?:of|about)|\bgoing\s+to|\bgonna|\bshould|\bcould|\bif\b|\bhope|\bunless|\bwhether"
+                   r"|\bcan't|\bcan’t|\bnearly|\balmost|\babout\s+to)", re.IGNORECASE)
+# a word one of the patterns needs: most sentences have none and are passed over in one search
+_ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|"
+                  r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
+                  r"called it|knocked it|hung up", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Leaving:
+    thing: str  # what was left or ended as the sentence names it ("the club", "it"); "" when left out
+    by_reference: bool  # a pronoun, a common noun or nothing: the thing is named elsewhere (the question before)
+
+
+@lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos
+def leaving(sentence: str, people: frozenset[str] = frozenset()) -> Leaving | None:
+    """The sentence tells that someone left a group or a pastime, or that a group ended (see the module
+    docstring), or None. `people`: the namespace's speakers, who are persons, not groups."""
+    if not _ANY.search(sentence) or sentence.rstrip().endswith("?"):
+        return None
+    for pattern in _PATTERNS:
+        m = pattern.search(sentence)
+        if m is None:
+            continue
+        before = sentence[:m.start()]
+        clause = re.split(r"[,;:.!]|\b(?:and|but|so|because)\b", before)[-1]
+        if _WISH.search(clause) or (pattern is not _NOT_RENEWED and pattern is not _NO_MEMBER
+                                    and _WISH.search(m.group(0))):
+            continue
+        thing = (m.groupdict().get("thing") or "").strip()
+        words = thing.split()
+        head = words[-1] if words else ""
+        if head in people or head.lower() in _PERSONS or head.lower().rstrip("s") in _PERSONS:
+            continue
+        named = any(w[:1].isupper() for w in words[1:]) or (len(words) == 1 and words[0][:1].isupper()
+                                                             and words[0].lower() not in _PRONOUN)
+        return Leaving(thing, not named)
+    return None

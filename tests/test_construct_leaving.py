@@ -1,0 +1,91 @@
+"""Someone leaving a group or a pastime, or the group ending (construct/leaving.py), and the change it tells
+through construct/turn_changes.py: the sentence readings, and the link a turn makes when it names what was
+left by a pronoun or not at all and the question just before it names it ("Still rowing with the Tarnside
+crew?" -> "No, I dropped it in March.").
+
+Units are written by hand as the rule extractor makes them: for "I dropped it in March." it keeps a claim
+that names nothing of the crew.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qgmem.construct.leaving import Leaving, leaving
+from tests.test_construct_turn_changes import _changed, _chat
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    # a person quits, what was left named by a pronoun or nothing: the thing is named elsewhere
+    ("No, I dropped it in March. My knee gave out.", Leaving("it", True)),
+    ("I packed it in after the summer.", Leaving("it", True)),
+    ("She gave it up in the spring.", Leaving("it", True)),
+    ("I stopped after a month.", Leaving("", True)),
+    ("We've stopped going.", Leaving("", True)),
+    ("I stood down last year when my hip went.", Leaving("", True)),
+    ("I'm not a member any more.", Leaving("", True)),
+    ("I played my last match with them in May.", Leaving("them", True)),
+    # ... by a common noun: named elsewhere too
+    ("I gave up the orchestra.", Leaving("the orchestra", True)),
+    ("Our daughter's packed in the Brownies.", Leaving("the Brownies", False)),
+    ("He's given tennis up for the chess club.", Leaving("tennis", True)),
+    ("I let the gym membership lapse.", Leaving("the gym membership", True)),
+    ("We sold the boat and let the Harbour Yacht Club go at the same time.", Leaving("the Harbour Yacht Club", False)),
+    ("We didn't renew at Hollowmere in April.", Leaving("Hollowmere", False)),
+    # a group ends under its members
+    ("The Marsh Lane Harriers folded in June.", Leaving("The Marsh Lane Harriers", False)),
+    ("The band broke up when the singer moved away.", Leaving("The band", True)),
+    ("The Wednesday lot disbanded in the autumn.", Leaving("The Wednesday lot", False)),
+    ("The quiz team carries on without me.", Leaving("The quiz team", True)),
+    ("Pellbridge can manage without my bass.", Leaving("Pellbridge", False)),
+])
+def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Leaving) -> None:
+    assert leaving(sentence) == expected
+
+
+@pytest.mark.parametrize("sentence", [
+    "Did you drop it?", "Are you still in the choir?",  # questions
+    "I'd never give it up.", "I want to quit.", "I might quit next spring.", "I'm thinking of packing it in.",
+    "I nearly quit.", "Don't give up!", "I won't stop.",  # not done
+    "I dropped it on the kitchen floor.", "We stopped at the bakery on the way.", "I stopped by the library.",
+    "It stopped raining.", "I stopped and laughed.",  # a bare verb with more than a time after it
+    "I just let it go.", "I let the dog go out.",  # a feeling; a thing let out
+    "I gave the kids their tea in the garden.", "He gave me a lift.", "I picked it up.",
+    "My parents split up when I was six.", "We broke up last year.", "The kids broke up for the holidays.",  # persons
+    "It's not in them to complain.", "The shop closed early today.",
+])
+def test_what_is_not_leaving(sentence: str) -> None:
+    assert leaving(sentence) is None
+
+
+def test_a_speaker_is_a_person_not_a_group() -> None:
+    assert leaving("Tomasz can manage without me.") is not None  # a name the reader does not know
+    assert leaving("Tomasz can manage without me.", frozenset({"Tomasz"})) is None
+
+
+OLD_CREW = (1, 1, "Leontyne", "Leontyne", "row", "with the Tarnside crew",
+            "Shattered. I row with the Tarnside crew three mornings a week, out on the lake at six.")
+SMALL_TALK = (2, 1, "Casimir", "Casimir", "prefer", "my bed", "I prefer my bed at six. Any news from your sister?")
+ASKED = (3, 2, "Casimir", "Casimir", "see", "you", "You look rested. Still rowing with the Tarnside crew?")
+DROPPED = (4, 2, "Leontyne", "Leontyne", "give out", "my knee", "No, I dropped it in March. My knee gave out.")
+
+
+def test_a_pastime_dropped_by_pronoun_links_the_membership_the_question_before_names() -> None:
+    units, texts = _chat(OLD_CREW, SMALL_TALK, ASKED, DROPPED)
+    units = [u for u in units if u.first_turn != "D2:3"]  # the question keeps no claim
+    assert _changed(units, texts) == [("n/u1", "n/u4")]
+
+
+def test_without_the_question_a_pronoun_names_nothing() -> None:
+    asked_other = ASKED[:6] + ("You look rested. How was the wedding?",)
+    units, texts = _chat(OLD_CREW, SMALL_TALK, asked_other, DROPPED)
+    units = [u for u in units if u.first_turn != "D2:3"]
+    assert _changed(units, texts) == []
+
+
+def test_a_group_that_ended_links_the_membership_that_names_it() -> None:
+    folded = (3, 2, "Leontyne", "Leontyne", "sleep", "till eight",
+              "The Tarnside crew folded in April, so I sleep till eight.")
+    units, texts = _chat(OLD_CREW, SMALL_TALK, folded)
+    assert _changed(units, None) == []  # the triples alone: (Leontyne | sleep | till eight) changes nothing
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
