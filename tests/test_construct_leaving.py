@@ -11,35 +11,36 @@ from __future__ import annotations
 
 import pytest
 
-from qgmem.construct.leaving import Leaving, leaving
+from qgmem.construct.ending_reader import Ending
+from qgmem.construct.leaving import leaving
 from tests.test_construct_turn_changes import _changed, _chat
 
 
 @pytest.mark.parametrize("sentence, expected", [
     # a person quits, what was left named by a pronoun or nothing: the thing is named elsewhere
-    ("No, I dropped it in March. My knee gave out.", Leaving("it", True)),
-    ("I packed it in after the summer.", Leaving("it", True)),
-    ("She gave it up in the spring.", Leaving("it", True)),
-    ("I stopped after a month.", Leaving("", True)),
-    ("We've stopped going.", Leaving("", True)),
-    ("I stood down last year when my hip went.", Leaving("", True)),
-    ("I'm not a member any more.", Leaving("", True)),
-    ("I played my last match with them in May.", Leaving("them", True)),
+    ("No, I dropped it in March. My knee gave out.", Ending("it", True)),
+    ("I packed it in after the summer.", Ending("it", True)),
+    ("She gave it up in the spring.", Ending("it", True)),
+    ("I stopped after a month.", Ending("", True)),
+    ("We've stopped going.", Ending("", True)),
+    ("I stood down last year when my hip went.", Ending("", True)),
+    ("I'm not a member any more.", Ending("", True)),
+    ("I played my last match with them in May.", Ending("them", True)),
     # ... by a common noun: named elsewhere too
-    ("I gave up the orchestra.", Leaving("the orchestra", True)),
-    ("Our daughter's packed in the Brownies.", Leaving("the Brownies", False)),
-    ("He's given tennis up for the chess club.", Leaving("tennis", True)),
-    ("I let the gym membership lapse.", Leaving("the gym membership", True)),
-    ("We sold the boat and let the Harbour Yacht Club go at the same time.", Leaving("the Harbour Yacht Club", False)),
-    ("We didn't renew at Hollowmere in April.", Leaving("Hollowmere", False)),
+    ("I gave up the orchestra.", Ending("the orchestra", True)),
+    ("Our daughter's packed in the Brownies.", Ending("the Brownies", False)),
+    ("He's given tennis up for the chess club.", Ending("tennis", True)),
+    ("I let the gym membership lapse.", Ending("the gym membership", True)),
+    ("We sold the boat and let the Harbour Yacht Club go at the same time.", Ending("the Harbour Yacht Club", False)),
+    ("We didn't renew at Hollowmere in April.", Ending("Hollowmere", False)),
     # a group ends under its members
-    ("The Marsh Lane Harriers folded in June.", Leaving("The Marsh Lane Harriers", False)),
-    ("The band broke up when the singer moved away.", Leaving("The band", True)),
-    ("The Wednesday lot disbanded in the autumn.", Leaving("The Wednesday lot", False)),
-    ("The quiz team carries on without me.", Leaving("The quiz team", True)),
-    ("Pellbridge can manage without my bass.", Leaving("Pellbridge", False)),
+    ("The Marsh Lane Harriers folded in June.", Ending("The Marsh Lane Harriers", False)),
+    ("The band broke up when the singer moved away.", Ending("The band", True)),
+    ("The Wednesday lot disbanded in the autumn.", Ending("The Wednesday lot", False)),
+    ("The quiz team carries on without me.", Ending("The quiz team", True)),
+    ("Pellbridge can manage without my bass.", Ending("Pellbridge", False)),
 ])
-def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Leaving) -> None:
+def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> None:
     assert leaving(sentence) == expected
 
 

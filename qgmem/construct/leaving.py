@@ -2,10 +2,10 @@
 construct/turn_changes.py).
 
 Why: a membership ends in words the old state does not use, and the thing left is mostly a pronoun or left
-out, because the other speaker has just named it: "Are you still fencing at Iron Gate?" -> "No, I dropped it
+out, because the other speaker has just named it: "Are you still fencing at Greyfold?" -> "No, I dropped it
 in October."; "Still drawing?" -> "I packed it in after Christmas."; "And the choir?" -> "I'm not a member
 any more.". The rule extractor keeps no claim of it ("dropped it" names nothing), and the turn shares no word
-with "I fence with the Iron Gate club". A group can also end under its members: "the club folded in
+with "I fence with the Greyfold club". A group can also end under its members: "the club folded in
 September", "the band broke up", "the team carries on without me". The reading is of the sentence's grammar
 only, general English:
 - a person quits: "dropped it", "gave it up", "gave up the club", "packed it in", "stopped going", "stood
@@ -21,13 +21,11 @@ group that ends ("my parents split up" is a relationship, read elsewhere).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
+from qgmem.construct.ending_reader import Ending, read_ending
 from qgmem.construct.state_cues import MONTHS
-from qgmem.words import load_table
 
-_PRONOUN = frozenset({"it", "them", "that", "they", "this", "those"})
 # who quits: a person's pronoun or "my son" (before the verb), or a verb joined to the one before ("and let ...")
 _SUBJECT = (r"(?:\b(?:[Ii]|[Ww]e|[Hh]e|[Ss]he|[Tt]hey|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+\w+)"
             r"(?:'ve|’ve| have| had|'d|’d|'s|’s| has)?|\b(?:and|then))"
@@ -74,44 +72,16 @@ _WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies
                          r"|gets?\s+by|(?:is|are|'s|’s)\s+(?:doing\s+)?(?:fine|carrying\s+on))"
                          r"\s+without\s+(?:me|us|my)\b")
 _PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME)
-# a person is not a group that folds: "my parents split up", "the kids broke up for the summer"
-_PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "children", "men", "women"})
-_WISH = re.compile(r"(?:\bnot\b|n't|n’t|\bnever|\bwon't|\bwould|'d\s+(?!renew)|\bwant(?:s|ed)?\s+to|\bmight|\bmay\b"
-                   r"|\bthinking\s+(?:of|about)|\bgoing\s+to|\bgonna|\bshould|\bcould|\bif\b|\bhope|\bunless|\bwhether"
-                   r"|\bcan't|\bcan’t|\bnearly|\balmost|\babout\s+to)", re.IGNORECASE)
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|"
                   r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
                   r"called it|knocked it|hung up", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Leaving:
-    thing: str  # what was left or ended as the sentence names it ("the club", "it"); "" when left out
-    by_reference: bool  # a pronoun, a common noun or nothing: the thing is named elsewhere (the question before)
-
-
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos
-def leaving(sentence: str, people: frozenset[str] = frozenset()) -> Leaving | None:
+def leaving(sentence: str, people: frozenset[str] = frozenset()) -> Ending | None:
     """The sentence tells that someone left a group or a pastime, or that a group ended (see the module
     docstring), or None. `people`: the namespace's speakers, who are persons, not groups."""
     if not _ANY.search(sentence) or sentence.rstrip().endswith("?"):
         return None
-    for pattern in _PATTERNS:
-        m = pattern.search(sentence)
-        if m is None:
-            continue
-        before = sentence[:m.start()]
-        clause = re.split(r"[,;:.!]|\b(?:and|but|so|because)\b", before)[-1]
-        if _WISH.search(clause) or (pattern is not _NOT_RENEWED and pattern is not _NO_MEMBER
-                                    and _WISH.search(m.group(0))):
-            continue
-        thing = (m.groupdict().get("thing") or "").strip()
-        words = thing.split()
-        head = words[-1] if words else ""
-        if head in people or head.lower() in _PERSONS or head.lower().rstrip("s") in _PERSONS:
-            continue
-        named = any(w[:1].isupper() for w in words[1:]) or (len(words) == 1 and words[0][:1].isupper()
-                                                             and words[0].lower() not in _PRONOUN)
-        return Leaving(thing, not named)
-    return None
+    return read_ending(sentence, _PATTERNS, people, frozenset({_NOT_RENEWED, _NO_MEMBER}))

@@ -27,9 +27,10 @@ apprenticeship with Pendry and Daughters" share nothing else.
 
 A thing leaving its owner (construct/disposal.py: "we sold it", "it belongs to my nephew now") tells a change
 too, as does someone leaving a group or a pastime, or the group ending (construct/leaving.py: "I dropped it in
-October", "the club folded"). When it names the thing by a pronoun, a common noun or not at all, the thing is
-what the turn or the question just before it names ("Where's the tandem?" -> "We sold it."; "Still fencing at
-Iron Gate?" -> "No, I dropped it."), so those words join the turn's change words.
+October", "the club folded"), and a plan called off or put back (construct/called_off.py: "we've cancelled",
+"they've put Ravensby off until May"). When it names the thing by a pronoun, a common noun or not at all, the
+thing is what the turn or the question just before it names ("Where's the tandem?" -> "We sold it."; "Still
+fencing at Greyfold?" -> "No, I dropped it."), so those words join the turn's change words.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
+from qgmem.construct.called_off import called_off
 from qgmem.construct.disposal import disposal
 from qgmem.construct.leaving import leaving
 from qgmem.construct.occupation import job
@@ -122,12 +124,12 @@ def _negation(token: str) -> bool:
 @lru_cache(maxsize=20_000)  # whole turns as keys: a 10,000-turn namespace fits, a long one's memory stays bounded
 def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table: StateTable,
                       people: frozenset[str]) -> tuple[tuple[str, ...], bool]:
-    """(The sentences of a turn that tell a change, whether one of them tells a thing leaving its owner, or a
-    person leaving a group, by a pronoun or by nothing: "We sold it.", "I dropped it."). The whole turn when
-    one of its units' relations (which hold an irregular verb's lemma: "broke up" -> "break up") ends or
-    changes a state. Remembered: a namespace's turns are read again whenever it grows."""
+    """(The sentences of a turn that tell a change, whether one of them tells a thing leaving its owner, a
+    person leaving a group or a plan called off by a pronoun or by nothing: "We sold it.", "I dropped it.").
+    The whole turn when one of its units' relations (which hold an irregular verb's lemma: "broke up" ->
+    "break up") ends or changes a state. Remembered: a namespace's turns are read again whenever it grows."""
     sentences = _SENTENCE.split(text)
-    gone = [disposal(x, people) or leaving(x, people) for x in sentences]
+    gone = [disposal(x, people) or leaving(x, people) or called_off(x, people) for x in sentences]
     by_reference = any(d is not None and d.by_reference for d in gone)
     for rel in relations:
         e = table.relation(rel)[1]

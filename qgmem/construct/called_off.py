@@ -1,0 +1,88 @@
+"""A plan called off or put back, told in a sentence (for construct/turn_changes.py).
+
+Why: a plan changes in words the rule extractor keeps no claim of, because the plan is a pronoun, a name
+between a verb and its particle, or left out: "Still off to the solstice walk?" -> "No, we've cancelled.";
+"they've put Ravensby off until next May"; "Holm Fair's off for me"; "the post in Leeds fell through"; "we
+never made it to Porto". The reading is of the sentence's grammar only, general English:
+- a verb and its particle around the plan: "put X off / back", "pushed X back", "called X off", "moved it to
+  June" (with a time after "back", "forward", "put ... off" and a moved pronoun: "put the kettle back" and
+  "moved it upstairs" move no plan);
+- the plan is off: "X is off" (a name, or a noun of a plan: "the boat trip's off", not "the heating's off"),
+  "X's been cancelled / postponed / withdrawn", "X fell through", "it never happened";
+- the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym");
+- a verb that ends or moves a plan with a pronoun object or none ("we've cancelled", "I deferred it"), or
+  drops a plan noun ("we've dropped the Orkney idea").
+When the plan is a pronoun, a common noun or nothing, it is what the turn or the question just before it
+names, as for construct/disposal.py. Not read: questions, wishes ("we might cancel"), a person ("I'm off").
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from qgmem.construct.ending_reader import Ending, read_ending
+from qgmem.construct.state_cues import MONTHS, WEEKDAYS
+from qgmem.words import load_rows
+
+_WHEN = "|".join(sorted(m.capitalize() for m in MONTHS | WEEKDAYS))
+# a time after the particle: "back to September", "off until next May", "forward a week"
+_TIME = (rf"(?:to|till|until|til|for|by|into)\s+(?:the\s+|next\s+|a\s+|an\s+|late\s+|early\s+|mid-?)?(?:{_WHEN}|\d"
+         r"|spring|summer|autumn|fall|winter|week|month|year|weekend|new year|end|first|second|third|fourth|fifth"
+         r"|sixth|seventh|eighth|ninth|tenth|\w+teenth|twent|thirt)|(?:a|an|one|two|three|four|six)\s+(?:day|week|"
+         r"month|year)s?\b|indefinitely\b")
+# what may follow "the plan is off / cancelled": the sentence's end, or a reason or a time
+_AFTER = (r"(?=\s*(?:[.,;:!\-—–]|$)|\s+(?:for|after|because|now|then|too|as|until|till|to|since|in|at|due|"
+          r"when)\b)")
+# the plan: a pronoun, or a noun phrase of up to four words
+_PLAN = r"(?P<thing>it|them|that|(?:(?:the|my|our|his|her|their)\s+)?(?:[\w'’-]+\s+){0,3}?[\w'’-]+)"
+_SUBJECT = r"(?:\b(?:[Ii]|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)(?:'ve|’ve| have| had|'s|’s| has)?\s+(?:just\s+|finally\s+)?)"
+_NOT_PLAN = (r"(?!(?:[Ii]|[Ww]e|[Yy]ou|[Hh]e|[Ss]he|[Tt]hey|[Tt]his|[Tt]hat|[Tt]here|[Tt]hen|[Ss]o|[Aa]nd|[Bb]ut"
+             r"|[Yy]es|[Nn]o|[Oo]h|[Ww]ell|[Ww]hat|[Ww]ho|[Hh]ow)\b)")
+# the plan as a subject: a pronoun it, "the/our <noun>", or a capitalised name
+_SUBJECT_PLAN = (rf"(?P<thing>[Ii]t|(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){{0,3}}?[\w'’-]+"
+                 rf"|{_NOT_PLAN}[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)")
+# nouns that name a plan (qgmem/words/state_relations.txt, the plans class as a head word), and "plan", "idea"
+_PLAN_NOUNS = "|".join(sorted({row[0] for row in load_rows("state_relations") if row[1:2] == ("plans",)
+                               and (row[2:3] or ("state",))[0] == "state" and (row[3:4] or ("any",))[0] != "rel"}
+                              | {"plan", "idea"}))
+_PLAN_NOUN = rf"(?:{_PLAN_NOUNS})(?:s|es)?\b"
+# what may be "off" (not "the heating's off"): a name, or a plan noun ("the cycling trip")
+_OFF_PLAN = (rf"(?P<thing>(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){{0,3}}?{_PLAN_NOUN}"
+             rf"|{_NOT_PLAN}[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)")
+_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
+    # a verb and its particle around the plan; a pronoun moved to a time
+    rf"{_SUBJECT}(?:put|pushed|moved|shifted|bumped)\s+{_PLAN}\s+(?:back|forward)\s+(?:{_TIME})",
+    rf"{_SUBJECT}(?:put|pushed)\s+{_PLAN}\s+off\s+(?:{_TIME})",
+    rf"{_SUBJECT}(?:called|kicked)\s+{_PLAN}\s+off\b",
+    rf"{_SUBJECT}(?:moved|shifted|changed|switched|rebooked)\s+(?P<thing>it|them|that)\s+(?:{_TIME})",
+    # the plan is off
+    rf"{_OFF_PLAN}(?:'s|’s| is| was| has been|'s been|’s been| had been)\s+(?:now\s+)?off{_AFTER}",
+    rf"{_SUBJECT_PLAN}(?:'s|’s| is| was| has been|'s been|’s been| got| had been)\s+(?:now\s+)?"
+    rf"(?:cancelled|canceled|called off|postponed|shelved|scrapped|withdrawn|put back|pushed back){_AFTER}",
+    rf"{_SUBJECT_PLAN}\s+(?:fell|has fallen|'s fallen|’s fallen)\s+through\b",
+    # a verb that ends or moves a plan, with a pronoun object or none
+    rf"{_SUBJECT}(?:cancelled|canceled|postponed|deferred|shelved|scrapped|dropped|ditched)"
+    rf"(?:\s+(?P<thing>it|them|that))?(?=\s*(?:[.,;:!\-—–]|$)|\s+(?:to|till|until|for|after|because|when|in|at)\b)",
+    rf"{_SUBJECT}(?:deferred|postponed)\s+{_PLAN}\s+(?:to|till|until)\b",
+    rf"{_SUBJECT}(?:scrapped|dropped|ditched|abandoned|shelved)\s+(?P<thing>(?:the|our|my|his|her)\s+"
+    rf"(?:[\w'’-]+\s+){{0,3}}?{_PLAN_NOUN})",
+))
+# the plan did not happen: the negation is the reading here, not a negated one
+_NOT_DONE = tuple(re.compile(p) for p in (
+    rf"{_SUBJECT_PLAN}\s+never\s+happened\b",
+    r"\b(?:[Ii]|[Ww]e)\s+(?:never|didn't|didn’t|did not)\s+(?:go|make it|made it|get|got)\s+"
+    r"(?:to\s+(?=(?-i:[A-Z]))|there\b|in\s+the\s+end\b|after\s+all\b)",
+))
+# a word one of the patterns needs: most sentences have none and are passed over in one search
+_ANY = re.compile(r"\b(?:off|back|forward|cancel|postpone|defer|shelve|scrap|withdrawn|through|never|didn|"
+                  r"did not|dropped|ditched|moved|shifted|rebooked|abandon)", re.IGNORECASE)
+
+
+@lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos
+def called_off(sentence: str, people: frozenset[str] = frozenset()) -> Ending | None:
+    """The sentence tells a plan was called off or put back (see the module docstring), or None. `people`: the
+    namespace's speakers, who are persons, not plans ("Mel's off")."""
+    if not _ANY.search(sentence) or sentence.rstrip().endswith("?"):
+        return None
+    return read_ending(sentence, _PATTERNS + _NOT_DONE, people, frozenset(_NOT_DONE))
