@@ -25,6 +25,11 @@ from test_construct_turn_changes import _changed, _chat
     ("We're getting married in the spring!", MARRIED, None),
     ("A little bird says you're going out with the baker's son now.", None, None),  # no person named: not read
     ("So you're seeing someone now! Who is it?", SEEING, None),  # about the one spoken to
+    ("I'm going out with a plasterer called Eamon these days.", SEEING, "Eamon"),  # a job and a name
+    ("Fresh start: I've been seeing a potter named Ines since Easter.", SEEING, "Ines"),
+    ("We've been dating since the Christmas party.", SEEING, None),
+    ("So you and Anouk are engaged! Wonderful.", ENGAGED, None),  # "you and X": the one spoken to
+    ("We're still rubbing along, married nineteen years in June.", MARRIED, None),
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
     got = partner_status(text)
@@ -42,6 +47,8 @@ def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str
     "I met someone from the old school at the market.",
     "I proposed a new rota at work and nobody argued.",  # a proposal that is no engagement
     "We'd like to get married one day, maybe.",  # a wish, not a status
+    "My cousin and Teodor are engaged, apparently.",  # a third person's status
+    "They want to be married within two years.",
 ])
 def test_no_status_is_read_where_none_of_the_speaker_is_told(text: str) -> None:
     assert partner_status(text) is None

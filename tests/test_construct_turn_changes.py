@@ -74,7 +74,10 @@ def test_a_negated_change_a_question_a_duration_or_a_skill_is_no_change() -> Non
     for said in ("I won't quit the cycle workshop at Quayside, whatever happens.",
                  "Should I quit the cycle workshop at Quayside?",
                  "I've been at the cycle workshop at Quayside for six years now.",
-                 "I can fix a wheel at the cycle workshop at Quayside in ten minutes now."):
+                 "I can fix a wheel at the cycle workshop at Quayside in ten minutes now.",
+                 "I'm at the cycle workshop at Quayside for now, it's fine.",  # for the time being
+                 "I'm going to ring the cycle workshop at Quayside now, wish me luck.",  # a plan
+                 "The cycle workshop at Quayside is quiet now the students have gone."):  # "now" as a conjunction
         units, texts = _chat(OLD_JOB, SMALL_TALK, (3, 2, "Tamsin", "Tamsin", "be", "x", said))
         assert turn_links(units, texts, set()) == {}, said
 
@@ -130,3 +133,29 @@ def test_a_habit_at_a_named_firm_is_a_job_even_where_its_verb_ends_an_ownership(
                           "All change. I process loan forms for the Kestrel Building Society these days."))
     assert _changed(units, texts) == [("n/u1", "n/u3")]
 
+
+
+def test_a_for_in_an_earlier_clause_is_no_duration() -> None:
+    units, texts = _chat(OLD_JOB, SMALL_TALK, (3, 2, "Tamsin", "Tamsin", "be", "x",
+                                               "The owner left for another town, so I run the cycle workshop at "
+                                               "Quayside now."))
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+def test_a_report_of_what_the_speaker_heard_is_about_the_one_spoken_to() -> None:
+    units, texts = _chat(OLD_JOB, SMALL_TALK, (3, 2, "Tamsin", "Tamsin", "have", "a long week", "I had a long week."),
+                         (4, 2, "Oren", "Oren", "hear", "x",
+                          "I hear you've taken over the cycle workshop at Quayside now! Congratulations."))
+    assert _changed(units, texts) == [("n/u1", "n/u4")]
+
+
+def test_an_answer_holds_the_words_of_the_question_it_answers() -> None:
+    asked = (1, 1, "Oren", "Oren", "say", "x", "Still singing with the Harbour Voices choir?")
+    answer = (2, 1, "Tamsin", "Tamsin", "say", "x", "Yes, most weeks, I love it.")
+    moved = (3, 2, "Tamsin", "Tamsin", "be", "free on Tuesdays",
+             "The Harbour Voices moved rehearsals to Thursdays, so I'm free on Tuesdays now.")
+    units, texts = _chat(asked, answer, moved)
+    assert _changed(units, texts) == [("n/u2", "n/u3")]  # the answer is the state, not the question
+    told = (1, 1, "Oren", "Oren", "say", "x", "The Harbour Voices choir sounds lovely, is it hard to join?")
+    units, texts = _chat(told, answer, moved)  # a question that opens with what the asker tells is no question
+    assert _changed(units, texts) == []

@@ -21,7 +21,9 @@ from qgmem.construct.named_state import THIRD
 
 SINGLE, SEEING, ENGAGED, MARRIED = "single", "seeing", "engaged", "married"
 
-_WHO = r"(?:someone|somebody|him|her|(?:a|the) (?:guy|girl|man|woman|lad|lass)\b)"
+# a partner by a pronoun, a plain noun, or a job and a name ("a physio called Kristaps", "a farrier named Jost")
+_WHO = (r"(?:someone|somebody|him|her|(?:a|the) (?:guy|girl|man|woman|lad|lass)\b"
+        r"|(?:a|an) [\w'’-]+ (?:called|named)\b)")
 _TITLE = r"(?!(?:Dr|Mr|Mrs|Ms|Miss|She|He|They|We)\b)"  # no partner: "seeing Dr Hale", "She and I"
 # (value, pattern) in the order they are tried: an ending or an engagement says more than "together"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.IGNORECASE)) for v, p in (
@@ -29,17 +31,19 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (SINGLE, r"\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)\s+(?:still\s+|now\s+)?single\b"
              r"|\bsingle again\b"),
     (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
-    (ENGAGED, r"\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got)\s+engaged\b"
+    (ENGAGED, r"\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got|(?:you|\w+) and (?:i|\w+) "
+              r"(?:are|'re|’re))\s+(?:now\s+)?engaged\b"
               r"|\bproposed to (?:me|him|her)\b"),  # not "I proposed a new rota"
-    (MARRIED, r"\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are)\s+married\b"),  # not "want to get married"
-    (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen going out\b"
+    (MARRIED, r"\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are)\s+married\b"  # not "want to get married"
+              r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"),  # "muddling along, married twelve years"
+    (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
              r"together\b|\b(?:i've|i have)\s+met someone\b"),
 )) + (  # a named partner is capitalised, so this one keeps its case; "seeing Anna" alone is as often a meeting
     (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}[A-Z][a-z]+")),)
 # the partner a status names (case-sensitive: a name is capitalised)
 _SEEING_NAME = re.compile(rf"\b(?:[Ss]eeing|[Dd]ating|[Gg]oing out with|[Ee]ngaged to|[Mm]arried to)\s+"
-                          rf"{_TITLE}([A-Z][a-z]+)")
+                          rf"(?:an? [\w'’-]+ (?:called|named) )?{_TITLE}([A-Z][a-z]+)")
 _PARTNER = re.compile(rf"\b{_TITLE}([A-Z][a-z]+) and I\b|\b{_TITLE}([A-Z][a-z]+) proposed\b")
 # whose status: the speaker ("I", "we", "X and I") or the one spoken to, unless a third person is named after them
 _FIRST = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|you|you're|you've)\b|\b[a-z]+ and i\b", re.IGNORECASE)

@@ -75,8 +75,8 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # 3: changes told by a whole turn, construct/turn_changes.py, and a habit at a named place as a job; 4: the
 # thing a pronoun object of an end or a retiming stands for; 5: a change of partner status, partner_status.py;
 # 6: a habit at a named organisation is a job even where the verb ends an ownership, "I sell cars at X"; 7: a thing
-# leaving its owner, disposal.py; 8: home; 9: job; 10: leaving a group, leaving.py; 11: a plan called off)
-TRACE_VERSION = 11
+# leaving its owner; 8: home; 9: job; 10: leaving a group; 11: a plan called off; 12: an answer holds its question)
+TRACE_VERSION = 12
 
 
 @dataclass

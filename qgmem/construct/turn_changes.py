@@ -52,12 +52,23 @@ from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, th
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 from qgmem.types import AtomicUnit
 
-_SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| still| started| moved| left)\b")
-# "now" that tells no change: a duration ("I've lived here for five years now"), a skill that grew ("I can
-# play two songs now")
-_NOT_A_CHANGE = re.compile(r"\bfor\b.*\bnow\b|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| still| started| moved| left| live| work"
+                            r"| rent| run| own)\b|\byou and \w+ (?:are|have|'re|’re|'ve|’ve)\b")
+# a report of what the speaker heard ("I hear you've got a new man"): its "I" is not whose state it tells
+_HEARSAY = re.compile(r"\bi (?:hear|heard|gather|see|saw|noticed|read)\b")
+# "now" that tells no change: a duration ("I've lived here for five years now"), "for now" or "right now" (for
+# the time being) and "for" before it in its clause ("it's quiet for us now"), "now" as a conjunction ("now the
+# weather's cold"), a plan ("we're going to try that now"), a skill that grew ("I can play two songs now"); a
+# "for" in an earlier clause is not one ("Odile left for another firm, so Bastien is my manager now")
+_DURATION = r"(?:\w+\s+){0,3}?(?:years?|months?|weeks?|days?|decades?|ages|a\s+while|some\s+time|long)\b"
+_NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b|\b(?:for|right|just)\s+now\b"
+                           r"|\bnow\s+(?:that|the)\b|\b(?:going to|gonna|about to|off to)\b[^,;:]*\bnow\b"
+                           r"|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
 _PARTICLES = PARTICLES | PREPOSITIONS
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
+_ASKS = re.compile(r"\s*(?:are|is|am|do|does|did|have|has|had|was|were|will|would|can|could|should|how|what|where|who"
+                   r"|which|when|why|still|and|any|so|or)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|we|we're|we’re|my|our)\b")
 
 
@@ -162,7 +173,7 @@ def _person(turn: _Turn, text: str, other: str | None) -> str:
     """Whose state `text` tells: `other` (the latest other speaker) for a claim about "you" only, else the
     turn's speaker."""
     low = text.lower()
-    if other and _SECOND_PERSON.search(low) and not _FIRST_PERSON.search(low):
+    if other and _SECOND_PERSON.search(low) and not _FIRST_PERSON.search(_HEARSAY.sub("", low)):
         return other
     return turn.speaker
 
@@ -213,10 +224,16 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         changer[t.id] = _person(t, t.told, other)
         recent = [x for x in recent if x != t.speaker][-1:] + [t.speaker]
     turn_of = {r: k for k, t in enumerate(order) for r in t.units}
+    asked = _answered(order, turn_texts, before)
     said: dict[int, frozenset[str]] = {}  # unit -> words of its own sentence
     holding: dict[str, list[int]] = {}  # a specific word -> the units whose sentence holds it (a link needs one)
     for r in turn_of:
+        t = order[turn_of[r]]
+        if any(t.id == q for q in asked.values()):
+            continue  # a question that was answered states nothing: its answer holds its words
         said[r] = _words(sentence(units[r].text, units[r].speaker), units[r].speaker, skip)
+        if t.id in asked:
+            said[r] |= _words(turn_texts[asked[t.id]], t.speaker, skip)
         for w in said[r]:
             if df.get(w, 0) <= specific:
                 holding.setdefault(w, []).append(r)
@@ -243,13 +260,30 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     return out
 
 
+def _answered(order: list[_Turn], turn_texts: Mapping[str, str], before: Mapping[str, str]) -> dict[str, str]:
+    """{answer turn: the question turn just before it}: a turn of questions only ("Are you still doing the
+    Italian night class?") answered by the next turn, of the other speaker ("Yes, I go on Mondays at the
+    college"). The answer is the state; the question names what it is about. A question opens as one ("Are",
+    "Still", "And", a wh-word) or is a few words; not one that opens with what the asker tells ("I also have a
+    grey parrot called Admiral, is a dehumidifier safe for him?", "Thursday's tricky, ..., so maybe Friday?")."""
+    speaker = {t.id: t.speaker for t in order}
+    out = {}
+    for t in order:
+        q = before.get(t.id)
+        text = turn_texts.get(q or "", "")
+        if (q in speaker and speaker[q] != t.speaker and (_ASKS.match(text) or len(text.split()) <= 6)
+                and all(x.rstrip().endswith("?") for x in _SENTENCE.split(text))):
+            out[t.id] = q
+    return out
+
+
 def _change_link(units: list[AtomicUnit], t: _Turn, free: list[int], target: int, updates: Mapping[int, set[int]],
                  said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
     """{the unit of `t` (one of `free`) that meets `target`'s words most: (target, "change")}, or nothing when
     an update of the turn already supersedes `target`."""
     if any(target in updates[r] for r in t.units if r in updates):
         return {}
-    return {_best_unit(units, free, said[target]): (target, "change")}
+    return {_best_unit(units, free, said.get(target, frozenset())): (target, "change")}
 
 
 class _Value(Protocol):
