@@ -159,3 +159,14 @@ def test_an_answer_holds_the_words_of_the_question_it_answers() -> None:
     told = (1, 1, "Oren", "Oren", "say", "x", "The Harbour Voices choir sounds lovely, is it hard to join?")
     units, texts = _chat(told, answer, moved)  # a question that opens with what the asker tells is no question
     assert _changed(units, texts) == []
+
+
+def test_a_statement_no_unit_claims_names_the_turns_state_by_two_rare_words() -> None:
+    old = (1, 1, "Tamsin", "Tamsin", "get", "a show at the Anchor",
+           "Still on drums with the Copperline Quartet. We've got a show at the Anchor on Friday.")
+    ended = (3, 2, "Tamsin", "Copperline Quartet", "split up", "in June", "The Copperline Quartet split up in June.")
+    units, texts = _chat(old, SMALL_TALK, ended)
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+    one_word = (3, 2, "Tamsin", "quartet", "split up", "in June", "Our quartet split up in June.")
+    units, texts = _chat(old, SMALL_TALK, one_word)  # one shared word of an unclaimed sentence is not enough
+    assert _changed(units, texts) == []

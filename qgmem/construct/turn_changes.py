@@ -227,14 +227,20 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     asked = _answered(order, turn_texts, before)
     said: dict[int, frozenset[str]] = {}  # unit -> words of its own sentence
     holding: dict[str, list[int]] = {}  # a specific word -> the units whose sentence holds it (a link needs one)
+    questions = set(asked.values())
+    unclaimed: dict[str, frozenset[str]] = {}  # turn -> words of its statements that no unit's claim holds
+    extra: dict[int, frozenset[str]] = {}  # unit -> those of its turn, beside its own
     for r in turn_of:
         t = order[turn_of[r]]
-        if any(t.id == q for q in asked.values()):
+        if t.id in questions:
             continue  # a question that was answered states nothing: its answer holds its words
         said[r] = _words(sentence(units[r].text, units[r].speaker), units[r].speaker, skip)
+        if t.id not in unclaimed:
+            unclaimed[t.id] = _unclaimed(t, units, turn_texts[t.id], skip)
+        extra[r] = unclaimed[t.id] - said[r]
         if t.id in asked:
             said[r] |= _words(turn_texts[asked[t.id]], t.speaker, skip)
-        for w in said[r]:
+        for w in said[r] | extra[r]:
             if df.get(w, 0) <= specific:
                 holding.setdefault(w, []).append(r)
     out: dict[int, tuple[int, str]] = {}
@@ -249,6 +255,9 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             if turn_of[r] >= k or o.session == t.session or person[o.id] != changer[t.id]:
                 continue
             shared = t.change_words & said[r]
+            rare = [w for w in t.change_words & extra[r] if df.get(w, 0) <= cfg.rare_df]
+            if len(rare) >= cfg.min_shared:  # an unclaimed sentence of the turn names it: two rare words
+                shared |= frozenset(rare)
             if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared):
                 key = (sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
                 if best is None or key > best:
@@ -258,6 +267,15 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     for i, got in _attribute_links(units, order, person, turn_texts, updates, said).items():
         out.setdefault(i, got)
     return out
+
+
+def _unclaimed(t: _Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]) -> frozenset[str]:
+    """Words of the turn's statements that no unit's claim holds ("Still bass in the Tinderbox Saints." beside
+    the unit of "We've got a gig at the Drover on Saturday."): the turn's units state them too."""
+    claims = [sentence(units[r].text, units[r].speaker) for r in t.units]
+    rest = [x for x in _SENTENCE.split(text) if not x.rstrip().endswith("?")
+            and not any(c and (c in x or x.strip() in c) for c in claims)]
+    return _words(" ".join(rest), t.speaker, skip) if rest else frozenset()
 
 
 def _answered(order: list[_Turn], turn_texts: Mapping[str, str], before: Mapping[str, str]) -> dict[str, str]:
