@@ -170,3 +170,14 @@ def test_a_statement_no_unit_claims_names_the_turns_state_by_two_rare_words() ->
     one_word = (3, 2, "Tamsin", "quartet", "split up", "in June", "Our quartet split up in June.")
     units, texts = _chat(old, SMALL_TALK, one_word)  # one shared word of an unclaimed sentence is not enough
     assert _changed(units, texts) == []
+
+
+def test_a_state_begun_at_a_date_is_a_change_and_one_since_an_event_is_not() -> None:
+    shift = (1, 1, "Tamsin", "Tamsin", "do", "the late shift",
+             "I do the late shift at the cycle workshop, two till ten.")
+    began = (3, 2, "Tamsin", "Tamsin", "say", "x", "Earlies at the cycle workshop since March, six till two.")
+    assert _changed(*_chat(shift, SMALL_TALK, began)) == [("n/u1", "n/u3")]
+    for said in ("I've loved the cycle workshop since I was a kid.",
+                 "The cycle workshop has been busy since we last talked."):
+        units, texts = _chat(shift, SMALL_TALK, (3, 2, "Tamsin", "Tamsin", "say", "x", said))
+        assert turn_links(units, texts, set()) == {}, said

@@ -64,6 +64,11 @@ _DURATION = r"(?:\w+\s+){0,3}?(?:years?|months?|weeks?|days?|decades?|ages|a\s+w
 _NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b|\b(?:for|right|just)\s+now\b"
                            r"|\bnow\s+(?:that|the)\b|\b(?:going to|gonna|about to|off to)\b[^,;:]*\bnow\b"
                            r"|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
+# a state begun at a time: "since <a date>" ("I'm on days since the new year", "Thursdays since October", "since the
+# first of April"), not a duration from an event ("since I was a kid", "since we last talked")
+_DATE = (r"(?:(?:the\s+)?(?:start|end|middle|beginning|first|second|third|\w+th)\s+of\s+)?(?:"
+         + "|".join(sorted(MONTHS | WEEKDAYS)) + r"|spring|summer|autumn|winter|new\s+year|christmas|easter|\d{4})")
+_BEGAN = re.compile(rf"\bsince\s+(?:last\s+)?{_DATE}\b", re.IGNORECASE)
 _PARTICLES = PARTICLES | PREPOSITIONS
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
@@ -101,8 +106,9 @@ def _change_words() -> frozenset[str]:
 @lru_cache(maxsize=200_000)
 def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
     """A claim (not a question) with a marker ("now", "instead", "no longer"; "new" only before a state's
-    noun: "my new job"; not "for five years now" or "I can play two songs now"), a retiming or departure
-    told in it, or a relation or noun of the word table that ends or changes a state, not negated."""
+    noun: "my new job"; not "for five years now" or "I can play two songs now"), a retiming, a departure or
+    a beginning at a date ("since October") told in it, or a relation or noun of the word table that ends or
+    changes a state, not negated."""
     if sentence.rstrip().endswith("?"):
         return False
     c = read_cues(sentence, speaker, "", "")
@@ -110,7 +116,7 @@ def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
     negated = any(map(_negation, toks))
     if c.replaces or c.ends or (c.present and not _NOT_A_CHANGE.search(sentence)):
         return True
-    if (c.told_departure or c.told_retime) and not negated:  # not "I won't quit"
+    if (c.told_departure or c.told_retime or _BEGAN.search(sentence)) and not negated:  # not "I won't quit"
         return True
     for k, t in enumerate(toks):
         if any(map(_negation, toks[max(0, k - 3):k])):
