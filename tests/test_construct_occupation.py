@@ -69,3 +69,29 @@ def test_a_job_said_of_the_one_spoken_to_after_a_turn_without_units_is_theirs() 
             "Look at you in a suit! So you're selling houses for Lisle & Co now!")
     units, texts = _chat(OLD_JOB, SMALL_TALK, told)  # Ilse's greeting between Oren's turns kept no unit
     assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+@pytest.mark.parametrize("text", [
+    "I operate one of the dockside cranes now, it's amazing up there.",
+    "So you're giving tours at the lighthouse now!",
+    "Since March I drive the library van round the villages.",
+])
+def test_a_work_habit_told_as_the_present_one_is_a_weak_beginning(text: str) -> None:
+    assert job(text) == NamedState(frozenset(), True, weak=True)
+
+
+@pytest.mark.parametrize("text", [
+    "I'm learning the cello now, slowly.", "I'm totally into chess right now.", "I'm doing much better now.",
+    "I'm trying yoga now.", "I walked the dog along the beach now and then.",
+])
+def test_learning_trying_doing_or_the_past_tells_no_work_habit(text: str) -> None:
+    assert job(text) is None
+
+
+def test_a_weak_beginning_changes_a_named_job_only() -> None:
+    crane = (3, 2, "Ilse", "Ilse", "operate", "one of the cranes", "I operate one of the dockside cranes now.")
+    units, texts = _chat(OLD_JOB, SMALL_TALK, crane)
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+    hobby = (1, 1, "Ilse", "Ilse", "bake", "sourdough", "I bake sourdough for the neighbours now.")
+    units, texts = _chat(hobby, SMALL_TALK, crane)  # two present habits: neither names a job to change
+    assert _changed(units, texts) == []

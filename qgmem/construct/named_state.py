@@ -31,10 +31,14 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 class NamedState:
     names: frozenset[str]  # the capitalised names the statements give ("Lindell Court", "Gilded Pike")
     begun: bool  # told as a beginning ("moved in with", "got the keys to", "started at")
+    weak: bool = False  # told only as a present habit ("I operate one of the cranes now"): it may be the attribute
 
     def differs(self, earlier: NamedState) -> bool:
         """A change: a beginning of something other than the earlier statement names, or other names only.
-        A name is the same as one whose words it holds or is held by ("Fairholme", "Fairholme Observatory")."""
+        A name is the same as one whose words it holds or is held by ("Fairholme", "Fairholme Observatory").
+        A weak statement changes only a state that names its value, and is none to change."""
+        if (self.weak or earlier.weak) and not earlier.names:
+            return False
         if self.begun:
             return not self.names or self.names != earlier.names
         same = any(_same(a, b) for a in self.names for b in earlier.names)
@@ -46,19 +50,22 @@ def _same(a: str, b: str) -> bool:
     return x <= y or y <= x
 
 
-def read_named(text: str, begins: re.Pattern[str], holds: re.Pattern[str], names: re.Pattern[str]) -> NamedState | None:
+def read_named(text: str, begins: re.Pattern[str], holds: re.Pattern[str], names: re.Pattern[str],
+               weak: re.Pattern[str] | None = None) -> NamedState | None:
     """What a turn's statements tell (see the module docstring): the names of all of them, a beginning if one
-    is. `names` finds a name after a preposition (group 1). None when no statement tells the attribute."""
-    told = begun = False
+    is. `names` finds a name after a preposition (group 1); `weak`, tried last, a beginning that may not be of
+    the attribute (NamedState.weak). None when no statement tells the attribute."""
+    told = begun = strong = False
     found: set[str] = set()
     for sentence in _SENTENCE.split(text):  # "So you live in Dunhallow now! Your sister said you moved in June."
         if sentence.rstrip().endswith("?"):
             continue
         begin = begins.search(sentence)
         m = begin or holds.search(sentence)
+        maybe = m is None and weak is not None and (m := weak.search(sentence)) is not None
         if m is None or _NEGATED.search(sentence[:m.end()]) or THIRD.search(sentence[:m.start()]):
             continue
-        told, begun = True, begun or begin is not None
+        told, begun, strong = True, begun or begin is not None or maybe, strong or not maybe
         found.update(n for n in (" ".join(w for w in g.split() if w not in _NOT_NAME).strip("'’")
                                  for g in names.findall(sentence[m.start():])) if n)
-    return NamedState(frozenset(found), begun) if told else None
+    return NamedState(frozenset(found), begun, weak=not strong) if told else None

@@ -9,9 +9,12 @@ worked at Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a h
 organisation ("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), or a
 beginning ("I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me
 on as a trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ..."). Its value
-is the capitalised names after "at", "for", "with" or "in". Not read, beside what construct/named_state.py
-says: a habit with no named organisation ("I drive the airport shuttle"), the past ("I met her at Rook's"),
-going, shopping or eating somewhere ("I shop at Lidl"). General English, no benchmark or fixture vocabulary.
+is the capitalised names after "at", "for", "with" or "in". A habit with no named organisation is read only as
+the present one, weakly ("I operate one of the cranes now", "Since June I drive the bakery van"): it may be a
+pastime, so it changes a job told with a name and is no job to change. Not read, beside what
+construct/named_state.py says: such a habit without "now" ("I drive the airport shuttle"), the past ("I met her
+at Rook's"), going, shopping or eating somewhere ("I shop at Lidl"), learning, trying or doing ("I'm learning
+the cello now"). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -53,10 +56,20 @@ _BEGINS = re.compile(
     rf"lead|partner|foreman|chef)\b"
     rf"|\bmy new (?:job|role|post|position)\b",
     re.IGNORECASE)
+# a work habit told as the present one (weak: it may be a pastime, so it only changes a job told with a name): its
+# verb, an object, then "now" ("I operate one of the cranes now", "you're giving tours at the observatory now"),
+# or opened by a date ("Since June I drive the bakery van"); not a verb of learning, trying or doing
+_NOW_HABIT = re.compile(
+    rf"\b{SUBJECT}(?:'m|’m|'re|’re| am| are)?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
+    rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<!ed)\s+(?:[\w'’&-]+\s+){{1,6}}?"
+    rf"(?<!right\s)(?<!just\s)(?<!for\s)(?:now|these days|nowadays)\b"
+    rf"|^\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{SUBJECT}\s+{_NOT_WORK}[a-z]+(?<!ed)\b",
+    re.IGNORECASE)
 _ORG = re.compile(r"\b(?:at|for|with|in)\s+(?:the\s+|a\s+|an\s+)?([A-Z][\w'’&-]*(?:\s+(?:[A-Z][\w'’&-]*|&|and"
                   r"(?=\s+(?!I\b)[A-Z])))*)")
 # a word every pattern needs: most turns have none and are passed over in one search
-_ANY = re.compile(r"\b(?:at|for|with|in|as)\s|\bjob\b|taken on|took me on|hired|made me|promoted",
+_ANY = re.compile(r"\b(?:at|for|with|in|as)\s|\bjob\b|taken on|took me on|hired|made me|promoted|\bnow|these days|"
+                  r"\bsince\b",
                   re.IGNORECASE)
 Job = NamedState  # names: the organisations; begun: a new job
 
@@ -65,4 +78,4 @@ Job = NamedState  # names: the organisations; begun: a new job
 def job(text: str) -> Job | None:
     """Where a turn's statements tell its speaker or the one spoken to works (see the module docstring): the
     organisations of all of them, a new job if one is. None when no statement tells one."""
-    return read_named(text, _BEGINS, _HOLDS, _ORG) if _ANY.search(text) else None
+    return read_named(text, _BEGINS, _HOLDS, _ORG, _NOW_HABIT) if _ANY.search(text) else None
