@@ -73,3 +73,25 @@ def test_a_move_told_twice_in_a_session_links_once() -> None:
     house = (4, 2, "Ilse", "Ilse", "have", "a lemon tree", "Our new flat has a lemon tree outside.")
     units, texts = _chat(OLD_HOME, SMALL_TALK, MOVED, house)
     assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+@pytest.mark.parametrize("text, place", [
+    ("So you're out in Pellow Bay now! Your cousin told me.", "Pellow Bay"),
+    ("We've been in Morrowfield since April, in a terrace with a yard.", "Morrowfield"),
+    ("So you've gone over to Kestle Wharf! Your aunt said.", "Kestle Wharf"),
+])
+def test_being_in_a_named_place_now_is_a_weak_move(text: str, place: str) -> None:
+    assert home(text) == Home(frozenset({place}), True, weak=True)
+
+
+@pytest.mark.parametrize("text", ["I'm in Lisbon this week for a conference.", "I'm at Legoland now!",
+                                  "I've gone over to Saturdays at the pool."])
+def test_a_stay_an_outing_or_a_weekday_is_no_weak_move(text: str) -> None:
+    assert home(text) is None
+
+
+def test_a_weak_move_changes_a_named_home_and_a_new_address_is_a_move() -> None:
+    out_there = (3, 2, "Oren", "Oren", "hear", "x", "So you're out in Pellow Bay now! Your cousin told me.")
+    units, texts = _chat(OLD_HOME, SMALL_TALK, out_there)
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+    assert home("Write down my new address: 4 Gannet Row, Pellow Bay.") == Home(frozenset(), True)

@@ -8,7 +8,10 @@ attribute itself: a verb of dwelling ("live", "rent", "share", "staying", "crash
 ("I'm in the top-floor flat", "we've been in the flat above the launderette"), a dwelling of one's own with a
 place ("my flat on Bellhanger Street"), or a move ("moved in with my brother", "got the keys to a studio",
 "signed for a terrace", "my new room in Fallowmere"). Its value is the capitalised places after a preposition
-("Lindell Court"). Two statements of one person in different sessions are a change of home when the later one
+("Lindell Court"). Being in a named place told as the present one is read weakly ("So you're out in Drummock
+Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther Quay"): it may be a stay, so it
+changes a home told with a name and is no home to change; "my new address" is a move. Two statements of one
+person in different sessions are a change of home when the later one
 is a move to other places, or names places the earlier one does not (construct/named_state.py reads both
 attributes told with a name, this one and work). Not read, beside what that module says: a stay somewhere
 ("I'm in Paris this week": no dwelling, no verb of dwelling). General English, no benchmark or fixture
@@ -41,13 +44,22 @@ _MOVE = re.compile(
     rf"|\b{SUBJECT}{AUX}\s+(?:just\s+|finally\s+|now\s+)*(?:got|bought|found|signed for|took|taken)\s+"
     rf"(?:the keys to\s+)?(?:a|an|my own|our own|your own|my|our|a little|a new)\s+(?:[\w'’-]+\s+){{0,2}}?"
     rf"{_DWELLING}\b(?!\s+to\b)"  # not "found a place to chill"
-    rf"|\b(?:my|our|your) new\s+{_DWELLING}\b",
+    rf"|\b(?:my|our|your) new\s+(?:{_DWELLING}|address)\b",
+    re.IGNORECASE)
+_NAME = (r"(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b)(?-i:[A-Z])[\w'’-]*"  # a place, not a weekday
+         r"(?:\s+(?-i:[A-Z])[\w'’-]*)*")
+# being in a named place told as the present one (weak: it may be a stay, so it only changes a home told with a
+# name): "So you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther"
+_THERE_NOW = re.compile(
+    rf"\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+(?:out\s+|over\s+|up\s+|down\s+|back\s+)?"
+    rf"in\s+{_NAME}\s*(?:,\s*)?(?:now|since)\b"
+    rf"|\b{SUBJECT}(?:'ve|’ve| have)\s+(?:just\s+|finally\s+)?gone\s+(?:over|out|up|down|back)\s+to\s+{_NAME}",
     re.IGNORECASE)
 _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:the\s+)?"
                     r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"liv|rent|shar|stay|crash|flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|"
-                  r"apartment|lodge|caravan|maisonette|digs|home|floor|mov|reloc", re.IGNORECASE)
+                  r"apartment|lodge|caravan|maisonette|digs|home|floor|mov|reloc|address|now|since|gone", re.IGNORECASE)
 Home = NamedState  # names: the places; begun: a move
 
 
@@ -55,4 +67,4 @@ Home = NamedState  # names: the places; begun: a move
 def home(text: str) -> Home | None:
     """The home a turn's statements tell of its speaker or the one spoken to (see the module docstring): the
     places of all of them, a move if one is. None when no statement tells one."""
-    return read_named(text, _MOVE, _STAY, _PLACE) if _ANY.search(text) else None
+    return read_named(text, _MOVE, _STAY, _PLACE, _THERE_NOW) if _ANY.search(text) else None
