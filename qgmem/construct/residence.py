@@ -51,8 +51,8 @@ _NAME = (r"(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b)(?-i:[A-Z])[\w'’-
 # being in a named place told as the present one (weak: it may be a stay, so it only changes a home told with a
 # name): "So you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther"
 _THERE_NOW = re.compile(
-    rf"\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+(?:out\s+|over\s+|up\s+|down\s+|back\s+)?"
-    rf"in\s+{_NAME}\s*(?:,\s*)?(?:now|since)\b"
+    rf"\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+"
+    rf"(?:out\s+|over\s+|up\s+|down\s+|back\s+)?in\s+{_NAME}\s*(?:,\s*)?(?:now|since)\b"
     rf"|\b{SUBJECT}(?:'ve|’ve| have)\s+(?:just\s+|finally\s+)?gone\s+(?:over|out|up|down|back)\s+to\s+{_NAME}",
     re.IGNORECASE)
 _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:the\s+)?"
