@@ -77,3 +77,13 @@ def test_a_thing_sold_in_the_same_session_is_no_change_of_an_earlier_state() -> 
     units, texts = _chat(OLD_TANDEM, SMALL_TALK, asked, same)
     units = [u for u in units if u.first_turn != "D1:3"]
     assert _changed(units, texts) == []
+
+
+def test_a_named_thing_gone_elsewhere_links_by_its_name() -> None:
+    dog = (1, 1, "Ilse", "Ilse", "have", "a lurcher called Biscuit",
+           "I have a lurcher called Biscuit, and he howls when I go out.")
+    small_talk = (2, 1, "Oren", "Oren", "want", "a new bell", "I want a new bell for mine. Any tips?")
+    gone = (3, 2, "Ilse", "Ilse", "have", "a big garden",
+            "Biscuit's gone to my cousin's farm. She has a big garden and he's calmer.")
+    units, texts = _chat(dog, small_talk, gone)  # "Biscuit's" is "Biscuit has": the name is the shared word
+    assert _changed(units, texts) == [("n/u1", "n/u3")]

@@ -151,6 +151,7 @@ def test_markers_and_things() -> None:
     assert read_cues("Ana: I have a new job.", "Ana", "have", "a new job").now
     assert not read_cues("Ana: I live in New York.", "Ana", "live in", "New York").now
     assert thing_words("Liv's ballet class") == {"ballet", "class"}  # whose it is, not which
+    assert thing_words("Biscuit's gone to my cousin's farm") == {"biscuit", "gone", "farm"}  # "'s" = "has"
     assert read_cues("Ana: Mr. Hollis retired in May.", "Ana", "retire", "").departure
 
 

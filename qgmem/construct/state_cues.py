@@ -202,6 +202,11 @@ def _retimed(relation: str, obj: str, low: str, timed: bool, times: frozenset[st
     return timed or (bool(re.search(r"\b(?:to|until|till|back|forward)\b", low)) and bool(times))
 
 
+# words after "X's" that make it "X is" / "X has", not a possessor
+_IS_HAS = frozenset("gone got been left moved finished done still now just finally not never off back in at on with "
+                    "a an the my his her their our your going doing living working staying sold retired".split())
+
+
 @lru_cache(maxsize=100_000)
 def thing_words(phrase: str) -> frozenset[str]:
     """Content stems of a phrase that name a thing ("Liv's ballet class" -> ballet, class): no function
@@ -212,7 +217,7 @@ def thing_words(phrase: str) -> frozenset[str]:
     for k, t in enumerate(toks):
         if not t[0].isalnum() or t in STOPWORDS or t in IGNORED or t.isdigit() or t in words_of("time"):
             continue
-        if t.endswith(("'s", "’s")) and k + 1 < len(toks) and toks[k + 1][0].isalnum():
-            continue  # a possessor: whose thing it is, not which
+        if t.endswith(("'s", "’s")) and k + 1 < len(toks) and toks[k + 1][0].isalnum() and toks[k + 1] not in _IS_HAS:
+            continue  # a possessor: whose thing it is, not which ("Pilchard's gone to ..." is "has": kept)
         out.add(stem(t.removesuffix("'s")))
     return frozenset(out)
