@@ -28,6 +28,11 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("A couple drove the Dandelion away last Saturday.", Disposal("the Dandelion", False)),
     ("The Velmont paid for the new roof.", Disposal("The Velmont", False)),
     ("I got rid of the car.", Disposal("the car", False)),
+    ("My scooter was stolen from outside the library.", Disposal("My scooter", False)),
+    ("The Kittiwake has a new owner, a lad from the harbour.", Disposal("The Kittiwake", False)),
+    ("A collector drove off with my records!", Disposal("my records", False)),
+    ("The lady next door took the freezer off my hands.", Disposal("the freezer", False)),
+    ("My nephew has it now, he loves it.", Disposal("it", True)),
 ])
 def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) -> None:
     assert disposal(sentence) == expected
@@ -40,6 +45,7 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "He paid for dinner.", "It paid off in the end.", "It went great.",
     "The cats went with her, and the plants went to me.",  # the speaker got something
     "The gig sold out in a day.",
+    "I have it now, thanks.", "We've got them now.", "You have it now.",  # the speaker or the one spoken to has it
 ])
 def test_what_is_not_a_thing_leaving_its_owner(sentence: str) -> None:
     assert disposal(sentence) is None

@@ -39,6 +39,11 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("The Wednesday lot disbanded in the autumn.", Ending("The Wednesday lot", False)),
     ("The quiz team carries on without me.", Ending("The quiz team", True)),
     ("Pellbridge can manage without my bass.", Ending("Pellbridge", False)),
+    # a role's token handed back or on, or hung up
+    ("I handed my whistle back to the league after the final.", Ending("my whistle", True)),
+    ("He's handed the bakery over to his daughter.", Ending("the bakery", True)),
+    ("He hung up his boots after last season.", Ending("", True)),
+    ("So you've finally hung up your apron!", Ending("", True)),
 ])
 def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> None:
     assert leaving(sentence) == expected
@@ -54,6 +59,7 @@ def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> 
     "I gave the kids their tea in the garden.", "He gave me a lift.", "I picked it up.",
     "My parents split up when I was six.", "We broke up last year.", "The kids broke up for the holidays.",  # persons
     "It's not in them to complain.", "The shop closed early today.",
+    "I handed the salt over to her.", "She gave my book back yesterday.",  # a thing passed, no role given up
 ])
 def test_what_is_not_leaving(sentence: str) -> None:
     assert leaving(sentence) is None

@@ -177,7 +177,8 @@ def test_a_state_begun_at_a_date_is_a_change_and_one_since_an_event_is_not() -> 
              "I do the late shift at the cycle workshop, two till ten.")
     began = (3, 2, "Tamsin", "Tamsin", "say", "x", "Earlies at the cycle workshop since March, six till two.")
     assert _changed(*_chat(shift, SMALL_TALK, began)) == [("n/u1", "n/u3")]
-    for moved in ("The cycle workshop put me on earlies, six till two.", "I've gone over to earlies, six till two."):
+    for moved in ("The cycle workshop put me on earlies, six till two.", "I've gone over to earlies, six till two.",
+                  "I'm on earlies since the new year, six till two.", "From August I'm on earlies, six till two."):
         units, texts = _chat(shift, SMALL_TALK, (3, 2, "Tamsin", "Tamsin", "say", "x", moved))  # a rota moved
         assert _changed(units, texts) == [("n/u1", "n/u3")], moved
     for said in ("I've loved the cycle workshop since I was a kid.",

@@ -7,9 +7,11 @@ claim of it ("sold it" names nothing) and the turn shares no word with "I've sti
 reading here is of the sentence's grammar only, general English: the owner sells, scraps or gives the thing
 away ("we sold it", "I got rid of the car", "gave him away"), or the thing goes to someone or somewhere ("the
 Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt's", "it belongs to my nephew",
-"the Velmont paid for the new roof"), or someone takes it away ("a couple drove the Dandelion away", "came for
-it with a trailer"). Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell
-it"), a person going somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names).
+"the Velmont paid for the new roof", "my bike was stolen", "the Puffin has a new owner"), or someone takes it
+away or has it now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with
+your records", "a neighbour took the freezer off my hands", "my brother has it now"). Not read: questions,
+negated sentences ("I'd never sell it"), a wish ("I want to sell it"), a person going somewhere ("we went to the
+coast"; "he went to" is a person, so only "it" and names), the speaker having it ("I have it now").
 """
 
 from __future__ import annotations
@@ -34,15 +36,21 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b{_THING}(?:'s|’s| has| had)?\s+(?:gone|went)\s+(?:to|for)\b(?!\s+(?:me|us)\b)",  # "went to me": got
     rf"\b{_THING}\s+(?:now\s+)?belongs\s+to\b",
     rf"\b{_THING}\s+paid\s+for\b",
-    # someone takes it away
+    rf"\b{_THING}\s+(?:was|were|got|has\s+been|'s\s+been|’s\s+been)\s+(?:stolen|nicked|written\s+off)\b",
+    rf"\b{_THING}\s+has\s+a\s+new\s+owner\b",
+    # someone takes it away, or has it now
     rf"\b(?:towed|drove|took|carted|hauled)\s+{_THING}\s+away\b",
+    rf"\b(?:drove|ran|went|made)\s+off\s+with\s+{_THING}",
+    rf"\btook\s+{_THING}\s+off\s+(?:my|our)\s+hands\b",
+    r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )\b(?:has|have)\s+(?:got\s+)?(?P<thing>it|him|her|them)\s+now\b",
     r"\bcame\s+(?:round\s+)?for\s+(?P<thing>it)\b",
 ))
 # a person is not a thing that is sold or given away: "my sister went to Leeds", "the kids went to bed"
 _PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "children", "men", "women"})
 _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bmight|\bthinking of)\b", re.IGNORECASE)
 # a word every pattern needs: most sentences have none and are passed over in one search
-_ANY = re.compile(r"sold|scrapped|rid of|traded in|exchanged|gave|given|gone|went|belongs|paid for|away|came",
+_ANY = re.compile(r"sold|scrapped|rid of|traded in|exchanged|gave|given|gone|went|belongs|paid for|away|came|stolen|"
+                  r"nicked|written off|new owner|off with|hands|now",
                   re.IGNORECASE)
 
 

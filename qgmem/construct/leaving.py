@@ -9,7 +9,8 @@ with "I fence with the Greyfold club". A group can also end under its members: "
 September", "the band broke up", "the team carries on without me". The reading is of the sentence's grammar
 only, general English:
 - a person quits: "dropped it", "gave it up", "gave up the club", "packed it in", "stopped going", "stood
-  down", "let the membership lapse", "didn't renew", "not a member any more", "my last concert with them";
+  down", "let the membership lapse", "didn't renew", "not a member any more", "my last concert with them", "hung
+  up his pads", "handed my folder back to the choir", "handed the shop over to my cousin";
 - a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "... carries on without
   me".
 A bare quitting verb ("I dropped it", "I stopped") is read only when nothing but a time follows it ("in
@@ -27,7 +28,7 @@ from qgmem.construct.ending_reader import Ending, read_ending
 from qgmem.construct.state_cues import MONTHS
 
 # who quits: a person's pronoun or "my son" (before the verb), or a verb joined to the one before ("and let ...")
-_SUBJECT = (r"(?:\b(?:[Ii]|[Ww]e|[Hh]e|[Ss]he|[Tt]hey|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+\w+)"
+_SUBJECT = (r"(?:\b(?:[Ii]|[Ww]e|[Yy]ou|[Hh]e|[Ss]he|[Tt]hey|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+\w+)"
             r"(?:'ve|’ve| have| had|'d|’d|'s|’s| has)?|\b(?:and|then))"
             r"\s+(?:\w+ly\s+|just\s+|finally\s+|already\s+)?")
 _MONTH = "|".join(sorted(m.capitalize() for m in MONTHS))
@@ -54,7 +55,11 @@ _QUIT = (
     rf"let\s+{_THING}\s+(?:lapse|expire)\b",  # "let it go" is mostly a feeling: a membership has to be named
     r"let\s+(?P<thing>(?:the|my|our)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+)\s+go\b(?!\s+(?:to|out|in|on|and|for|with|"
     r"into|outside|home|off|ahead|first|back|of)\b)",
-    r"(?:called it a day|knocked it on the head|hung up my \w+)",
+    r"(?:called it a day|knocked it on the head|hung up (?:my|his|her|their|your) \w+)",
+    # a role's token handed back or on: "handed my folder back to the choir", "handed the shop over to my cousin";
+    # not a thing passed to a person by a pronoun ("handed the salt over to her")
+    r"(?:handed|given)\s+(?P<thing>(?:my|his|her|our|their|the)\s+(?:[\w'’-]+\s+)?[\w'’-]+)\s+(?:back|over)\b"
+    r"(?!\s+to\s+(?:me|him|her|us|them|you)\b)",
 )
 _QUITTING = tuple(re.compile(rf"{_SUBJECT}(?:{q})") for q in _QUIT)
 _NOT_RENEWED = re.compile(rf"{_SUBJECT}(?:didn't|didn’t|did not|never|haven't|haven’t)\s+renew(?:ed)?\b"
@@ -73,7 +78,7 @@ _WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies
                          r"\s+without\s+(?:me|us|my)\b")
 _PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME)
 # a word one of the patterns needs: most sentences have none and are passed over in one search
-_ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|"
+_ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|handed|"
                   r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
                   r"called it|knocked it|hung up", re.IGNORECASE)
 

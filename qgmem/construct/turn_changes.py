@@ -65,10 +65,12 @@ _NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b
                            r"|\bnow\s+(?:that|the)\b|\b(?:going to|gonna|about to|off to)\b[^,;:]*\bnow\b"
                            r"|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
 # a state begun at a time: "since <a date>" ("I'm on days since the new year", "Thursdays since October", "since the
-# first of April"), not a duration from an event ("since I was a kid", "since we last talked")
+# first of April"), or to begin at one ("From August I'm on earlies"); not a duration from an event ("since I was
+# a kid", "since we last talked")
 _DATE = (r"(?:(?:the\s+)?(?:start|end|middle|beginning|first|second|third|\w+th)\s+of\s+)?(?:"
          + "|".join(sorted(MONTHS | WEEKDAYS)) + r"|spring|summer|autumn|winter|new\s+year|christmas|easter|\d{4})")
-_BEGAN = re.compile(rf"\bsince\s+(?:last\s+)?{_DATE}\b", re.IGNORECASE)
+_BEGAN = re.compile(rf"\bsince\s+(?:last\s+|the\s+)?{_DATE}\b|^\s*(?:and\s+)?from\s+(?:next\s+|the\s+)?{_DATE}\b",
+                    re.IGNORECASE)
 _PARTICLES = PARTICLES | PREPOSITIONS
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
