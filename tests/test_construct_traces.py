@@ -225,3 +225,12 @@ def test_remembered_readings_equal_fresh_ones() -> None:
         assert table.object_words(a[1]) is words and words == table._object_words(a[1])
         assert table.subject_key(a[2]) == subject == table._subject_key(a[2])
     assert first[0][0].kind == "end" and first[1][0].cls == "relationship"
+
+
+def test_a_dwelling_noun_heads_a_home_so_a_relatives_move_is_one_residence_trace() -> None:
+    units = [_u(0, "Ilse's parents", "be in", "the farmhouse at Brackmoor", said="2023-02-11"),
+             _u(1, "Ilse's parents", "be in", "a bungalow by the harbour", said="2023-06-03")]
+    new, traces = build_traces(units, TraceConfig())
+    (t,) = traces
+    assert t.relation == "residence" and t.roles == ["origin", "update"]
+    assert _by_id(new)["n/u0"].superseded
