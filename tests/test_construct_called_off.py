@@ -36,6 +36,8 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("We cancelled it when the flights doubled.", Ending("it", True)),
     ("I've deferred the welding course to March.", Ending("the welding course", True)),
     ("We've dropped the Orkney idea.", Ending("the Orkney idea", False)),
+    ("We've put the loft conversion on hold.", Ending("the loft conversion", True)),
+    ("The Orkney plan's dead, sadly.", Ending("The Orkney plan", False)),
 ])
 def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) -> None:
     assert called_off(sentence) == expected
@@ -49,6 +51,7 @@ def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) 
     "I put the kettle back on.", "I pushed it back into the drawer.", "We moved the sofa back.",  # no time
     "I moved it upstairs.", "He called me back.",
     "I didn't go to the gym today.", "I never went there as a kid.",  # not a plan's name
+    "The battery's dead.", "The phone's on hold.",  # no plan
 ])
 def test_what_is_not_a_plan_called_off(sentence: str) -> None:
     assert called_off(sentence) is None

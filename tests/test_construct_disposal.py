@@ -33,6 +33,10 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("A collector drove off with my records!", Disposal("my records", False)),
     ("The lady next door took the freezer off my hands.", Disposal("the freezer", False)),
     ("My nephew has it now, he loves it.", Disposal("it", True)),
+    ("Somebody nicked it from the bike shed.", Disposal("it", True)),
+    ("I traded the Rover in for a van.", Disposal("the Rover", False)),
+    ("The dinghy went in May, to a family from the next bay.", Disposal("The dinghy", False)),
+    ("We rehomed her with a farmer in June.", Disposal("her", True)),
 ])
 def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) -> None:
     assert disposal(sentence) == expected
@@ -46,6 +50,7 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "The cats went with her, and the plants went to me.",  # the speaker got something
     "The gig sold out in a day.",
     "I have it now, thanks.", "We've got them now.", "You have it now.",  # the speaker or the one spoken to has it
+    "The kids went in May, to the beach.",  # persons
 ])
 def test_what_is_not_a_thing_leaving_its_owner(sentence: str) -> None:
     assert disposal(sentence) is None

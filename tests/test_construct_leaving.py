@@ -44,6 +44,9 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("He's handed the bakery over to his daughter.", Ending("the bakery", True)),
     ("He hung up his boots after last season.", Ending("", True)),
     ("So you've finally hung up your apron!", Ending("", True)),
+    # let go, or done with it
+    ("The depot let me go in March.", Ending("", True)),
+    ("I'm done with amateur dramatics.", Ending("amateur dramatics", True)),
 ])
 def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> None:
     assert leaving(sentence) == expected
@@ -60,6 +63,7 @@ def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> 
     "My parents split up when I was six.", "We broke up last year.", "The kids broke up for the holidays.",  # persons
     "It's not in them to complain.", "The shop closed early today.",
     "I handed the salt over to her.", "She gave my book back yesterday.",  # a thing passed, no role given up
+    "Let me go and check.", "Are you done with the scissors?",
 ])
 def test_what_is_not_leaving(sentence: str) -> None:
     assert leaving(sentence) is None

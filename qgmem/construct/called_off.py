@@ -7,7 +7,8 @@ never made it to Porto". The reading is of the sentence's grammar only, general 
 - a verb and its particle around the plan: "put X off / back", "pushed X back", "called X off", "moved it to
   June" (with a time after "back", "forward", "put ... off" and a moved pronoun: "put the kettle back" and
   "moved it upstairs" move no plan);
-- the plan is off: "X is off" (a name, or a noun of a plan: "the boat trip's off", not "the heating's off"),
+- the plan is off: "X is off / dead / on hold" (a name, or a noun of a plan: "the boat trip's off", "the
+  Orkney plan's dead", not "the heating's off"), "we've put the extension on hold",
   "X's been cancelled / postponed / withdrawn", "X fell through", "it never happened";
 - the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym");
 - a verb that ends or moves a plan with a pronoun object or none ("we've cancelled", "I deferred it"), or
@@ -55,9 +56,11 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"{_SUBJECT}(?:put|pushed|moved|shifted|bumped)\s+{_PLAN}\s+(?:back|forward)\s+(?:{_TIME})",
     rf"{_SUBJECT}(?:put|pushed)\s+{_PLAN}\s+off\s+(?:{_TIME})",
     rf"{_SUBJECT}(?:called|kicked)\s+{_PLAN}\s+off\b",
+    rf"{_SUBJECT}(?:put)\s+{_PLAN}\s+on\s+(?:hold|ice)\b",
     rf"{_SUBJECT}(?:moved|shifted|changed|switched|rebooked)\s+(?P<thing>it|them|that)\s+(?:{_TIME})",
     # the plan is off
-    rf"{_OFF_PLAN}(?:'s|’s| is| was| has been|'s been|’s been| had been)\s+(?:now\s+)?off{_AFTER}",
+    rf"{_OFF_PLAN}(?:'s|’s| is| was| has been|'s been|’s been| had been)\s+(?:now\s+)?"
+    rf"(?:off|dead|on\s+hold|on\s+ice){_AFTER}",
     rf"{_SUBJECT_PLAN}(?:'s|’s| is| was| has been|'s been|’s been| got| had been)\s+(?:now\s+)?"
     rf"(?:cancelled|canceled|called off|postponed|shelved|scrapped|withdrawn|put back|pushed back){_AFTER}",
     rf"{_SUBJECT_PLAN}\s+(?:fell|has fallen|'s fallen|’s fallen)\s+through\b",
@@ -76,7 +79,7 @@ _NOT_DONE = tuple(re.compile(p) for p in (
 ))
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"\b(?:off|back|forward|cancel|postpone|defer|shelve|scrap|withdrawn|through|never|didn|"
-                  r"did not|dropped|ditched|moved|shifted|rebooked|abandon)", re.IGNORECASE)
+                  r"did not|dropped|ditched|moved|shifted|rebooked|abandon|hold|ice|dead)", re.IGNORECASE)
 
 
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos

@@ -10,7 +10,8 @@ September", "the band broke up", "the team carries on without me". The reading i
 only, general English:
 - a person quits: "dropped it", "gave it up", "gave up the club", "packed it in", "stopped going", "stood
   down", "let the membership lapse", "didn't renew", "not a member any more", "my last concert with them", "hung
-  up his pads", "handed my folder back to the choir", "handed the shop over to my cousin";
+  up his pads", "handed my folder back to the choir", "handed the shop over to my cousin", "I'm done with
+  greasepaint", or is let go ("the depot let me go in March");
 - a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "... carries on without
   me".
 A bare quitting verb ("I dropped it", "I stopped") is read only when nothing but a time follows it ("in
@@ -76,11 +77,15 @@ _ENDED = re.compile(rf"{_GROUP}(?:'s|’s| has| had)?\s+(?:just\s+|finally\s+)?(
 _WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies|ied)\s+on|manages?|copes?"
                          r"|gets?\s+by|(?:is|are|'s|’s)\s+(?:doing\s+)?(?:fine|carrying\s+on))"
                          r"\s+without\s+(?:me|us|my)\b")
-_PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME)
+# let go by an employer or a group ("Brackley's let me go in February"), or done with it ("I'm done with greasepaint")
+_LET_GO = re.compile(r"\b(?:let|laid)\s+(?:me|us)\s+(?:go|off)\b")
+_DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are)\s+(?:all\s+|so\s+)?done\s+with\s+"
+                        r"(?P<thing>[^.,;:!?]*[^.,;:!?\s])")
+_PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LET_GO, _DONE_WITH)
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|handed|"
                   r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
-                  r"called it|knocked it|hung up", re.IGNORECASE)
+                  r"called it|knocked it|hung up|let me|let us|laid|done with", re.IGNORECASE)
 
 
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos
