@@ -13,6 +13,7 @@ from tests.test_construct_turn_changes import _changed, _chat
 
 @pytest.mark.parametrize("text, expected", [
     ("I rent a bedsit on Quayle Road.", Home(frozenset({"Quayle Road"}), False)),
+    ("I still live with my gran in Pelsworth, which keeps the rent down.", Home(frozenset({"Pelsworth"}), False)),
     ("Ouch. I rent a room above my uncle's bakery in Whitby, so my commute is short.",
      Home(frozenset({"Whitby"}), False)),
     ("We've lived in Bath for two years now, but the flat is falling apart.", Home(frozenset({"Bath"}), False)),

@@ -29,7 +29,7 @@ _DWELLING = (r"(?:flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|a
              r"houseboat|farmhouse|maisonette|digs|house share|home|floor)s?")
 _STAY = re.compile(
     rf"\b{SUBJECT}{AUX}\s+(?:\w+\s+){{0,2}}?(?:live|lived|living|rent|renting|rented)\s+"
-    rf"(?:out\s+|up\s+|down\s+)?(?:in|on|at|above|over|near)\b"
+    rf"(?:out\s+|up\s+|down\s+)?(?:in|on|at|above|over|near|with)\b"
     rf"|\b{SUBJECT}{AUX}\s+(?:\w+\s+){{0,2}}?(?:rent|renting|rented|share|sharing|staying|crashing)\s+"
     rf"(?:in\s+|at\s+)?(?:a|an|the|my|our|that|this)\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
     rf"|\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been| was| were)\s+(?:still\s+|now\s+|"
