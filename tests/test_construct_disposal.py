@@ -37,6 +37,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I traded the Rover in for a van.", Disposal("the Rover", False)),
     ("The dinghy went in May, to a family from the next bay.", Disposal("The dinghy", False)),
     ("We rehomed her with a farmer in June.", Disposal("her", True)),
+    ("The campervan's gone, too.", Disposal("The campervan", False)),
 ])
 def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) -> None:
     assert disposal(sentence) == expected
@@ -51,6 +52,7 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "The gig sold out in a day.",
     "I have it now, thanks.", "We've got them now.", "You have it now.",  # the speaker or the one spoken to has it
     "The kids went in May, to the beach.",  # persons
+    "He's gone.", "She's gone to bed.",  # persons
 ])
 def test_what_is_not_a_thing_leaving_its_owner(sentence: str) -> None:
     assert disposal(sentence) is None

@@ -47,6 +47,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     # let go, or done with it
     ("The depot let me go in March.", Ending("", True)),
     ("I'm done with amateur dramatics.", Ending("amateur dramatics", True)),
+    ("I left the chess club in October.", Ending("the chess club", True)),
 ])
 def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> None:
     assert leaving(sentence) == expected
@@ -64,6 +65,7 @@ def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> 
     "It's not in them to complain.", "The shop closed early today.",
     "I handed the salt over to her.", "She gave my book back yesterday.",  # a thing passed, no role given up
     "Let me go and check.", "Are you done with the scissors?",
+    "We left the gym early.", "I left the house at six.",  # leaving a place
 ])
 def test_what_is_not_leaving(sentence: str) -> None:
     assert leaving(sentence) is None

@@ -42,6 +42,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b{_THING}\s+paid\s+for\b",
     rf"\b{_THING}\s+(?:was|were|got|has\s+been|'s\s+been|’s\s+been)\s+(?:stolen|nicked|written\s+off)\b",
     rf"\b{_THING}\s+has\s+a\s+new\s+owner\b",
+    rf"\b{_THING}(?:'s|’s| has| is)\s+gone(?=\s*(?:[.;!]|$)|,?\s+too\b)",  # "the hatchback's gone, too"
     # someone takes it away, or has it now
     rf"\b(?:towed|drove|took|carted|hauled)\s+{_THING}\s+away\b",
     rf"\b(?:drove|ran|went|made)\s+off\s+with\s+{_THING}",

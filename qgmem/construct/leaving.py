@@ -11,7 +11,7 @@ only, general English:
 - a person quits: "dropped it", "gave it up", "gave up the club", "packed it in", "stopped going", "stood
   down", "let the membership lapse", "didn't renew", "not a member any more", "my last concert with them", "hung
   up his pads", "handed my folder back to the choir", "handed the shop over to my cousin", "I'm done with
-  greasepaint", or is let go ("the depot let me go in March");
+  greasepaint", "I left the book group", or is let go ("the depot let me go in March");
 - a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "... carries on without
   me".
 A bare quitting verb ("I dropped it", "I stopped") is read only when nothing but a time follows it ("in
@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from qgmem.construct.ending_reader import Ending, read_ending
 from qgmem.construct.state_cues import MONTHS
+from qgmem.words import load_rows
 
 # who quits: a person's pronoun or "my son" (before the verb), or a verb joined to the one before ("and let ...")
 _SUBJECT = (r"(?:\b(?:[Ii]|[Ww]e|[Yy]ou|[Hh]e|[Ss]he|[Tt]hey|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+\w+)"
@@ -78,14 +79,20 @@ _WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies
                          r"|gets?\s+by|(?:is|are|'s|’s)\s+(?:doing\s+)?(?:fine|carrying\s+on))"
                          r"\s+without\s+(?:me|us|my)\b")
 # let go by an employer or a group ("Brackley's let me go in February"), or done with it ("I'm done with greasepaint")
+# nouns that name a group (qgmem/words/state_relations.txt, the membership class as a head word), and "group"
+_GROUP_NOUNS = "|".join(sorted({row[0] for row in load_rows("state_relations") if row[1:2] == ("membership",)
+                                and (row[3:4] or ("any",))[0] == "head"} | {"group"}))
+# left a group named by its noun ("I left the book group in September"; not "left the house")
+_LEFT = re.compile(rf"{_SUBJECT}(?:left|quit)\s+(?P<thing>(?:the|my|our)\s+(?:[\w'’-]+\s+){{0,3}}?"
+                   rf"(?:{_GROUP_NOUNS})s?){_TAIL}")  # not "we left the gym early"
 _LET_GO = re.compile(r"\b(?:let|laid)\s+(?:me|us)\s+(?:go|off)\b")
 _DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are)\s+(?:all\s+|so\s+)?done\s+with\s+"
                         r"(?P<thing>[^.,;:!?]*[^.,;:!?\s])")
-_PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LET_GO, _DONE_WITH)
+_PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LEFT, _LET_GO, _DONE_WITH)
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|handed|"
                   r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
-                  r"called it|knocked it|hung up|let me|let us|laid|done with", re.IGNORECASE)
+                  r"called it|knocked it|hung up|let me|let us|laid|done with|left", re.IGNORECASE)
 
 
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos
