@@ -9,7 +9,7 @@ a7d90fd, held-out 3 since 7e67086, held-out 4 since its misses were read), and t
 committed at efaa42f, measured once at cc48cb8; held-out 7, committed at 30ad6d5, measured once at ff57d4b;
 held-out 8, committed at 0be1088, measured once at 68a97dd; held-out 9, committed at 1d3d488, measured once
 at 0858b72; held-out 10, committed at 4441005, measured once at 2654cc1; held-out 11, committed at
-1796040, measured once at e5311ef; held-out 12, written this way after that, not measured yet).
+1796040, measured once at e5311ef; held-out 12, committed at 57c6ffe, measured once at 68d57ea).
 A set in UNMEASURED has only its labels checked here.
 """
 
@@ -28,13 +28,14 @@ FIXTURES = IN_SAMPLE.parents[1]
 ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updates_heldout3",
          "updates_heldout4", "updates_heldout5", "updates_heldout6", "updates_heldout7", "updates_heldout8",
          "updates_heldout9", "updates_heldout10", "updates_heldout11", "updates_heldout12")  # as written
-UNMEASURED = ("updates_heldout12",)  # held out and not yet measured: its labels are checked, no memory is built
+UNMEASURED: tuple[str, ...] = ()  # held out and not yet measured: its labels are checked, no memory is built
 ROLES = ("user", "assistant")
 
 
 @pytest.fixture(scope="module", params=["updates_heldout2", "updates_heldout3", "updates_heldout4", "updates_heldout5",
                                         "updates_heldout6", "updates_heldout7", "updates_heldout8", "updates_heldout9",
-                                        "updates_heldout10", "updates_heldout11", *UNMEASURED])
+                                        "updates_heldout10", "updates_heldout11", "updates_heldout12",
+                                        *UNMEASURED])
 def held(request):
     return FIXTURES / request.param / "conversations.json"
 
