@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from qgmem.construct.ending_reader import Ending, read_ending
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS
-from qgmem.words import load_rows
+from qgmem.construct.state_table import StateTable
 
 _WHEN = "|".join(sorted(m.capitalize() for m in MONTHS | WEEKDAYS))
 # a time after the particle: "back to September", "off until next May", "forward a week"
@@ -44,9 +44,7 @@ _NOT_PLAN = (r"(?!(?:[Ii]|[Ww]e|[Yy]ou|[Hh]e|[Ss]he|[Tt]hey|[Tt]his|[Tt]hat|[Tt]
 _SUBJECT_PLAN = (rf"(?P<thing>[Ii]t|(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){{0,3}}?[\w'’-]+"
                  rf"|{_NOT_PLAN}[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)")
 # nouns that name a plan (qgmem/words/state_relations.txt, the plans class as a head word), and "plan", "idea"
-_PLAN_NOUNS = "|".join(sorted({row[0] for row in load_rows("state_relations") if row[1:2] == ("plans",)
-                               and (row[2:3] or ("state",))[0] == "state" and (row[3:4] or ("any",))[0] != "rel"}
-                              | {"plan", "idea"}))
+_PLAN_NOUNS = "|".join(sorted({*StateTable.default().nouns("plans"), "plan", "idea"}))
 _PLAN_NOUN = rf"(?:{_PLAN_NOUNS})(?:s|es)?\b"
 # what may be "off" (not "the heating's off"): a name, or a plan noun ("the cycling trip")
 _OFF_PLAN = (rf"(?P<thing>(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){{0,3}}?{_PLAN_NOUN}"

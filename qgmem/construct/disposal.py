@@ -56,7 +56,8 @@ _PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "childre
 _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bmight|\bthinking of)\b", re.IGNORECASE)
 # a word every pattern needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"sold|scrapped|rid of|traded|exchanged|gave|given|gone|went|belongs|paid for|away|came|stole|"
-                  r"nicked|pinched|swiped|written off|new owner|off with|hands|now|rehomed|re-homed|donated",
+                  r"nicked|pinched|swiped|written off|new owner|off with|hands|(?:it|him|her|them)\s+now|rehomed|"
+                  r"re-homed|donated",
                   re.IGNORECASE)
 
 

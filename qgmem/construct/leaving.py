@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from qgmem.construct.ending_reader import Ending, read_ending
 from qgmem.construct.state_cues import MONTHS
-from qgmem.words import load_rows
+from qgmem.construct.state_table import StateTable
 
 # who quits: a person's pronoun or "my son" (before the verb), or a verb joined to the one before ("and let ...")
 _SUBJECT = (r"(?:\b(?:[Ii]|[Ww]e|[Yy]ou|[Hh]e|[Ss]he|[Tt]hey|(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er)\s+\w+)"
@@ -78,13 +78,12 @@ _ENDED = re.compile(rf"{_GROUP}(?:'s|’s| has| had)?\s+(?:just\s+|finally\s+)?(
 _WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies|ied)\s+on|manages?|copes?"
                          r"|gets?\s+by|(?:is|are|'s|’s)\s+(?:doing\s+)?(?:fine|carrying\s+on))"
                          r"\s+without\s+(?:me|us|my)\b")
-# let go by an employer or a group ("Brackley's let me go in February"), or done with it ("I'm done with greasepaint")
 # nouns that name a group (qgmem/words/state_relations.txt, the membership class as a head word), and "group"
-_GROUP_NOUNS = "|".join(sorted({row[0] for row in load_rows("state_relations") if row[1:2] == ("membership",)
-                                and (row[3:4] or ("any",))[0] == "head"} | {"group"}))
+_GROUP_NOUNS = "|".join(sorted({*StateTable.default().nouns("membership", uses=("head",)), "group"}))
 # left a group named by its noun ("I left the book group in September"; not "left the house")
 _LEFT = re.compile(rf"{_SUBJECT}(?:left|quit)\s+(?P<thing>(?:the|my|our)\s+(?:[\w'’-]+\s+){{0,3}}?"
                    rf"(?:{_GROUP_NOUNS})s?){_TAIL}")  # not "we left the gym early"
+# let go by an employer or a group ("Brackley's let me go in February"), or done with it ("I'm done with greasepaint")
 _LET_GO = re.compile(r"\b(?:let|laid)\s+(?:me|us)\s+(?:go|off)\b")
 _DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are)\s+(?:all\s+|so\s+)?done\s+with\s+"
                         r"(?P<thing>[^.,;:!?]*[^.,;:!?\s])")

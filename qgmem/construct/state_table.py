@@ -133,6 +133,11 @@ class StateTable:
         self._objects: dict[str, frozenset[str]] = {}
         self._relations: dict[str, tuple[str, Entry | None, bool, tuple[str, ...]]] = {}
 
+    def nouns(self, cls: str, uses: tuple[str, ...] = ("any", "head")) -> tuple[str, ...]:
+        """The entries that name a state of `cls` as a word ("trip", "club"), sorted: for readers that need a
+        class's nouns as a pattern (construct/called_off.py, construct/leaving.py)."""
+        return tuple(sorted(k for k, e in self.entries.items() if e.cls == cls and e.kind == "state" and e.use in uses))
+
     @classmethod
     @lru_cache(maxsize=1)
     def default(cls) -> "StateTable":
