@@ -5,26 +5,70 @@ Why one reader: both are told the same two ways. A statement of the state ("I re
 "I'm a sous chef at the Gilded Pike") names the value; a beginning ("we've moved into a flat in Hollerby",
 "I've started at the Hollerby animal clinic") says the value changed, whether or not it names the new one.
 Two statements of one person in different sessions are a change when the later one begins something other
-than the earlier names, or names only what the earlier does not. Only statements about the speaker ("I",
-"we", "X and I") or the one spoken to ("you"): a parent's move is theirs. Not read: questions, negated or
-wished statements ("we'd love to move"), a third person before the verb ("my sister says they've moved").
+than the earlier names, or names only what the earlier does not. `read_named` reads the
+statements about the speaker ("I", "we", "X and I") or the one spoken to ("you"); `read_named_others` those
+about a third person ("my dad", "your sister", "she", a name), each with the words that name that person, for
+construct/holders.py to say who it is: a parent's move is theirs, and changes their home, not the speaker's.
+Both are told in one grammar of a subject, its "be" and its "have" (`Grammar`: SELF, OTHER). Not read:
+questions, negated or wished statements ("we'd love to move"), in `read_named` a third person before the verb
+("my sister says they've moved").
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS
+from qgmem.words import load_table
 
-SUBJECT = r"(?:i|we|you|[a-z]+ and i)"  # the speaker ("X and I" too) or the one spoken to
-AUX = r"(?:'ve|’ve|'m|’m|'re|’re| have| am| are| had|'d)?"
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """Whose state a pattern reads: its subject, the forms of "be" and "have" after it, its possessive and its
+    object pronoun ("took me on"); `habit` is the subject of a bare present ("I fix buses at ...")."""
+
+    subject: str
+    be: str
+    have: str
+    poss: str
+    obj: str
+    habit: str
+    fragments: bool  # subjectless answers ("Still in the flat over the bakery.") are the speaker's
+
+    @property
+    def aux(self) -> str:
+        return rf"(?:{self.be}|{self.have}| had|'d|’d)?"
+
+
+def _person_nouns() -> str:
+    nouns = sorted((w for w in load_table("person_nouns") if len(w) > 2), key=lambda w: (-len(w), w))
+    return "(?:" + "|".join(nouns) + ")"
+
+
+# the speaker ("X and I" too) or the one spoken to
+SELF = Grammar(subject=r"(?:i|we|you|[a-z]+ and i)", be=r"(?:'m|’m|'re|’re| am| are)", have=r"(?:'ve|’ve| have)",
+               poss=r"(?:my|our|your)", obj="me", habit=r"(?:i|we|[a-z]+ and i)", fragments=True)
+# a third person: a pronoun, a person noun of a speaker ("my dad", "your big sister", "Mum"), or a name
+_NAME_SUBJECT = r"(?!(?:we|you|it|my|our|your|this|that|there|here)\b)(?-i:[A-Z][a-z]+)(?:\s+and\s+(?:him|her|(?-i:[A-Z][a-z]+)))?"
+THIRD_SUBJECT = (rf"(?:he|she|they|(?:my|your|our)\s+(?:(?:little|big|older|younger|eldest|youngest|new|old)\s+)?"
+                 rf"{_person_nouns()}s?|{_NAME_SUBJECT})")
+OTHER = Grammar(subject=THIRD_SUBJECT, be=r"(?:'s|’s| is|'re|’re| are)", have=r"(?:'s|’s| has|'ve|’ve| have)",
+                poss=r"(?:his|her|their)", obj=r"(?:him|her|them)", habit=THIRD_SUBJECT, fragments=False)
+SUBJECT, AUX = SELF.subject, SELF.aux
 _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwant to|\bwould|'d love|'d like|\bif\b|\bmight|\bhope)\b",
                       re.IGNORECASE)
 # a third person before the verb: the statement is about them (also read by construct/partner_status.py)
 THIRD = re.compile(r"\b(?:he|she|they|he's|she's|they're|his|her|their)\b", re.IGNORECASE)
 _NOT_NAME = frozenset(w.capitalize() for w in MONTHS | WEEKDAYS) | {"I", "Mum", "Dad", "Mr", "Mrs", "Ms", "Dr"}
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+# the words that name a third person in a statement about them: its subject, or the possessive or object
+# pronoun the pattern holds ("her flat in Leeds", "the vets took him on"); a first person after them is the subject
+HOLDER = re.compile(rf"\b(?:{THIRD_SUBJECT}|his|her|their|him|them)\b", re.IGNORECASE)
+_PRONOUNS = frozenset({"he", "she", "they", "his", "her", "their", "him", "them"})
+_FIRST = re.compile(r"\b(?:i|we|i'm|i’m|we're|we’re|i've|i’ve|we've|we’ve)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,6 +76,7 @@ class NamedState:
     names: frozenset[str]  # the capitalised names the statements give ("Lindell Court", "Gilded Pike")
     begun: bool  # told as a beginning ("moved in with", "got the keys to", "started at")
     weak: bool = False  # told only as a present habit ("I operate one of the cranes now"): it may be the attribute
+    ended: bool = False  # told as ended, with nothing after it ("he retired in June"): none is a value too
 
     def differs(self, earlier: NamedState) -> bool:
         """A change: a beginning of something other than the earlier statement names, or other names only.
@@ -39,6 +84,8 @@ class NamedState:
         A weak statement changes only a state that names its value, and is none to change."""
         if (self.weak or earlier.weak) and not earlier.names:
             return False
+        if self.ended or earlier.ended:  # told ended twice is one change; a job after the end is another
+            return not (self.ended and earlier.ended) and (self.ended or self.begun or bool(self.names))
         if self.begun:
             return not self.names or self.names != earlier.names
         same = any(_same(a, b) for a in self.names for b in earlier.names)
@@ -50,22 +97,65 @@ def _same(a: str, b: str) -> bool:
     return x <= y or y <= x
 
 
-def read_named(text: str, begins: re.Pattern[str], holds: re.Pattern[str], names: re.Pattern[str],
-               weak: re.Pattern[str] | None = None) -> NamedState | None:
-    """What a turn's statements tell (see the module docstring): the names of all of them, a beginning if one
-    is. `names` finds a name after a preposition (group 1); `weak`, tried last, a beginning that may not be of
-    the attribute (NamedState.weak). None when no statement tells the attribute."""
-    told = begun = strong = False
-    found: set[str] = set()
+class Patterns(NamedTuple):
+    """How an attribute is told: a beginning, a state held, a weak beginning (tried last; NamedState.weak) and an
+    end with nothing after it (NamedState.ended)."""
+
+    begins: re.Pattern[str]
+    holds: re.Pattern[str]
+    weak: re.Pattern[str] | None = None
+    ends: re.Pattern[str] | None = None
+
+
+def read_named(text: str, patterns: Patterns, names: re.Pattern[str]) -> NamedState | None:
+    """What a turn's statements tell of the speaker or the one spoken to (see the module docstring): the names
+    of all of them, a beginning if one is. `names` finds a name after a preposition (group 1). None when no
+    statement tells the attribute."""
+    found = [state for sentence, _, state, m in _statements(text, patterns, names)
+             if not THIRD.search(sentence[:m.start()])]
+    return merge(found) if found else None
+
+
+def read_named_others(text: str, patterns: Patterns,
+                      names: re.Pattern[str]) -> tuple[tuple[tuple[str, ...], int, NamedState], ...]:
+    """What a turn's statements tell of third persons, one (person, offset of the sentence, state) each: the
+    person as the words that may name them, the likeliest first ("my dad", "she", "Ilse"; construct/holders.py
+    says who it is). The patterns are the OTHER grammar's."""
+    out = []
+    for sentence, at, state, m in _statements(text, patterns, names):
+        inside = [x.group(0) for x in HOLDER.finditer(sentence, m.start(), m.end())  # the subject, or a pronoun
+                  if x.start() == m.start() or x.group(0).lower() in _PRONOUNS]
+        before = [x for x in HOLDER.finditer(sentence, 0, m.start()) if not _FIRST.search(sentence, x.end(), m.start())]
+        who = tuple(inside + [x.group(0) for x in reversed(before)])
+        if who:
+            out.append((who, at, state))
+    return tuple(out)
+
+
+def merge(states: list[NamedState]) -> NamedState:
+    """One person's statements of a turn as one: all their names, a beginning if one is, weak or ended if all
+    are."""
+    return NamedState(frozenset().union(*(x.names for x in states)), any(x.begun for x in states),
+                      weak=all(x.weak for x in states), ended=all(x.ended for x in states))
+
+
+def _statements(text: str, patterns: Patterns,
+                names: re.Pattern[str]) -> list[tuple[str, int, NamedState, re.Match[str]]]:
+    """(sentence, its offset, the state it tells, the match) for each statement of the attribute."""
+    out = []
+    at = 0
     for sentence in _SENTENCE.split(text):  # "So you live in Dunhallow now! Your sister said you moved in June."
+        start = text.find(sentence, at)
+        at = start + len(sentence)
         if sentence.rstrip().endswith("?"):
             continue
-        begin = begins.search(sentence)
-        m = begin or holds.search(sentence)
-        maybe = m is None and weak is not None and (m := weak.search(sentence)) is not None
-        if m is None or _NEGATED.search(sentence[:m.end()]) or THIRD.search(sentence[:m.start()]):
+        begin = patterns.begins.search(sentence)
+        m = begin or patterns.holds.search(sentence)
+        ended = m is None and patterns.ends is not None and (m := patterns.ends.search(sentence)) is not None
+        maybe = m is None and patterns.weak is not None and (m := patterns.weak.search(sentence)) is not None
+        if m is None or _NEGATED.search(sentence[:m.end()]):
             continue
-        told, begun, strong = True, begun or begin is not None or maybe, strong or not maybe
-        found.update(n for n in (" ".join(w for w in g.split() if w not in _NOT_NAME).strip("'’")
-                                 for g in names.findall(sentence[m.start():])) if n)
-    return NamedState(frozenset(found), begun, weak=not strong) if told else None
+        found = frozenset(n for n in (" ".join(w for w in g.split() if w not in _NOT_NAME).strip("'’")
+                                      for g in names.findall(sentence[m.start():])) if n) if not ended else frozenset()
+        out.append((sentence, start, NamedState(found, begin is not None or maybe, weak=maybe, ended=ended), m))
+    return out

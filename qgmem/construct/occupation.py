@@ -1,20 +1,22 @@
 """Where a speaker works, told in a sentence: one attribute, its value the organisations named (for
 construct/turn_changes.py, read by construct/named_state.py).
 
-Why: a new job is mostly told in words that share nothing with the old one ("I'm a receptionist at a dental
-practice in Tarnby" -> "I've started at the Hollerby animal clinic as a veterinary care assistant"; "I answer
-complaints for Blackmoss Energy" -> "I've been at the seed bank at Ostley Gardens since June"). English tells
-the attribute itself: a role at a named place ("I'm a sous chef at the Gilded Pike"), work at or for one ("I've
-worked at Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in the present at a named
-organisation ("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), or a
-beginning ("I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me
-on as a trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ..."). Its value
-is the capitalised names after "at", "for", "with" or "in". A habit with no named organisation is read only as
-the present one, weakly ("I operate one of the cranes now", "Since June I drive the bakery van"): it may be a
-pastime, so it changes a job told with a name and is no job to change. Not read, beside what
-construct/named_state.py says: such a habit without "now" ("I drive the airport shuttle"), the past ("I met her
-at Rook's"), going, shopping or eating somewhere ("I shop at Lidl"), learning, trying or doing ("I'm learning
-the cello now"). General English, no benchmark or fixture vocabulary.
+Why: a new job is mostly told in words that share nothing with the old one ("I'm a receptionist at a dental practice
+in Tarnby" -> "I've started at the Hollerby animal clinic as a veterinary care assistant"; "I answer complaints for
+Blackmoss Energy" -> "I've been at the seed bank at Ostley Gardens since June"). English tells the attribute itself,
+of the speaker or the one spoken to (`job`) and of third persons (`jobs_of_others`: "My husband's still a foreman at
+Gethin Steel"): a role at a named place ("I'm a sous chef at the Gilded Pike"), work at or for one ("I've worked at
+Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in the present at a named organisation
+("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), or a beginning ("I took a job
+as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a trainee", "the hotel
+made me assistant manager", "I've started an apprenticeship with ..."). Its value is the capitalised names after
+"at", "for", "with" or "in". A habit with no named organisation is read only as the present one, weakly ("I operate
+one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it changes a job told with a
+name and is no job to change. A job ended with nothing after it ("I retired in June", "he lost his job", "she was
+made redundant") is a value too: it changes a job, and a job after it changes it; told twice it is one change. Not
+read, beside what construct/named_state.py says: such a habit without "now" ("I drive the airport shuttle"), the
+past ("I met her at Rook's"), going, shopping or eating somewhere ("I shop at Lidl"), learning, trying or doing
+("I'm learning the cello now"). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from qgmem.construct.named_state import AUX, SUBJECT, NamedState, read_named
+from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
 
 _NAMED = r"(?:[\w'’&-]+\s+){0,5}?(?:at|for|with|in)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:[A-Z]))"  # ... at a name
 # a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
@@ -30,46 +32,59 @@ _AT_NAME = r"(?:(?!to\b|it\b)[\w'’&-]+\s+){0,5}?(?:at|for)\s+(?:the\s+)?(?=(?-
 # verbs of a present habit that are not work (going, shopping, eating, meeting, liking somewhere), and the
 # irregular pasts a bare form cannot tell from the present: "I met her at Rook's", "I had a great time at ..."
 _NOT_WORK = (r"(?!(?:also|still|now|just|really|always|never|even|only|go|shop|eat|meet|see|stay|live|play|"
-             r"pray|look|wait|love|like|enjoy|hate|feel|use|had|met|"
+             r"pray|look|wait|love|like|enjoy|hate|feel|use|had|has|is|does|say|met|"
              r"went|saw|got|took|made|came|found|spent|left|was|were|did|ran|sat|stood|bought|sold|thought|kept|"
              r"ate|drank|lost|won|told|said|heard|gave|brought|caught|taught|wrote|read)"
              r"(?:s|es|ing)?\b)")
-_HOLDS = re.compile(
-    rf"\b{SUBJECT}(?:'m|’m|'re|’re| am| are)\s+(?:still\s+|now\s+)?(?:a|an|the)\s+{_NAMED}"  # a role at a name
-    rf"|\b{SUBJECT}{AUX}\s+(?:still\s+|been\s+|now\s+)*(?:work|works|worked|working)\s+(?:as|at|for|in)\b"
-    rf"|\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+(?:still\s+|now\s+)*"
-    rf"(?:at|on|behind|with)\s+{_NAMED}"  # "I'm still on the grill at ...", "I've been at the seed bank at ..."
-    rf"|\b{SUBJECT}(?:(?:'m|’m|'re|’re| am| are)\s+still|'ve been|’ve been| have been)\s+(?:at|with)\s+"
-    rf"(?:the\s+)?(?=(?-i:[A-Z]))"  # "I'm still at Tellwise" (not "I'm at Disneyland!")
-    rf"|\b(?:i|we|[a-z]+ and i)\s+(?:still\s+|now\s+|also\s+)?{_NOT_WORK}[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
-    rf"|\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+(?:still\s+|now\s+)?"
-    rf"{_NOT_WORK}[a-z]+ing\s+{_AT_NAME}",  # "you're selling houses for ..."
-    re.IGNORECASE)
-_BEGINS = re.compile(
-    rf"\b{SUBJECT}{AUX}\s+(?:just\s+|now\s+|finally\s+)*(?:started|starting|begun)\s+(?:(?:at|with)\s+(?:the\s+)?"
-    rf"(?=(?-i:[A-Z]))|as\b|work\b|"
-    rf"(?:a|an|my)\s+(?:new\s+)?(?:[\w'’-]+\s+){{0,2}}?(?:job|apprenticeship|traineeship|role|post|position)\b)"
-    rf"|\b{SUBJECT}{AUX}\s+(?:just\s+|finally\s+)*(?:took|taken|got|landed|accepted)\s+(?:a|the)\s+(?:new\s+)?"
-    rf"(?:[\w'’-]+\s+)?(?:job|role|post|position)\b"
-    rf"|\b(?:taken on|took me on|taking me on|got taken on|been hired|got hired)\b"
-    rf"|\b(?:made|promoted) me\s+(?:to\s+)?(?:an?\s+|the\s+)?(?:[\w'’-]+\s+)?(?:manager|supervisor|director|head|"
-    rf"lead|partner|foreman|chef)\b"
-    rf"|\bmy new (?:job|role|post|position)\b",
-    re.IGNORECASE)
-# a work habit told as the present one (weak: it may be a pastime, so it only changes a job told with a name): its
-# verb, an object, then "now" ("I operate one of the cranes now", "you're giving tours at the observatory now"),
-# or opened by a date ("Since June I drive the bakery van"); not a verb of learning, trying or doing
-_NOW_HABIT = re.compile(
-    rf"\b{SUBJECT}(?:'m|’m|'re|’re| am| are)?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
-    rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<!ed)\s+(?:[\w'’&-]+\s+){{1,6}}?"
-    rf"(?<!right\s)(?<!just\s)(?<!for\s)(?:now|these days|nowadays)\b"
-    rf"|^\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{SUBJECT}\s+{_NOT_WORK}[a-z]+(?<!ed)\b",
-    re.IGNORECASE)
+
+
+def _patterns(g: Grammar) -> Patterns:
+    """(a beginning, a job held, a work habit told as the present one) of the persons of `g`. The last is weak: a
+    verb, an object, then "now" ("I operate one of the cranes now", "you're giving tours at the observatory now"),
+    or opened by a date ("Since June I drive the bakery van"); not a verb of learning, trying or doing."""
+    s, aux = g.subject, g.aux
+    begins = re.compile(
+        rf"\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:started|starting|begun)\s+(?:(?:at|with)\s+(?:the\s+)?"
+        rf"(?=(?-i:[A-Z]))|as\b|work\b|"
+        rf"(?:a|an|{g.poss})\s+(?:new\s+)?(?:[\w'’-]+\s+){{0,2}}?"
+        rf"(?:job|apprenticeship|traineeship|role|post|position)\b)"
+        rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)*(?:took|taken|got|landed|accepted)\s+(?:a|the)\s+(?:new\s+)?"
+        rf"(?:[\w'’-]+\s+)?(?:job|role|post|position)\b"
+        rf"|\b(?:taken on|took {g.obj} on|taking {g.obj} on|got taken on|been hired|got hired)\b"
+        rf"|\b(?:made|promoted) {g.obj}\s+(?:to\s+)?(?:an?\s+|the\s+)?(?:[\w'’-]+\s+)?"
+        rf"(?:manager|supervisor|director|head|lead|partner|foreman|chef)\b"
+        rf"|\b{g.poss} new (?:job|role|post|position)\b",
+        re.IGNORECASE)
+    holds = re.compile(
+        rf"\b{s}{g.be}\s+(?:still\s+|now\s+)?(?:a|an|the)\s+{_NAMED}"  # a role at a name
+        rf"|\b{s}{aux}\s+(?:still\s+|been\s+|now\s+)*(?:work|works|worked|working)\s+(?:from home\s+)?"
+        rf"(?:as|at|for|in)\b"
+        rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)*"
+        rf"(?:at|on|behind|with)\s+{_NAMED}"  # "I'm still on the grill at ...", "I've been at the seed bank at ..."
+        rf"|\b{s}(?:{g.be}\s+still|{g.have} been)\s+(?:at|with)\s+"
+        rf"(?:the\s+)?(?=(?-i:[A-Z]))"  # "I'm still at Tellwise" (not "I'm at Disneyland!")
+        rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+)?{_NOT_WORK}[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
+        rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?"
+        rf"{_NOT_WORK}[a-z]+ing\s+{_AT_NAME}",  # "you're selling houses for ..."
+        re.IGNORECASE)
+    now_habit = re.compile(
+        rf"\b{s}{g.be}?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
+        rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<!ed)\s+(?:[\w'’&-]+\s+){{1,6}}?"
+        rf"(?<!right\s)(?<!just\s)(?<!for\s)(?:now|these days|nowadays)\b"
+        rf"|^\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{s}\s+{_NOT_WORK}[a-z]+(?<!ed)\b",
+        re.IGNORECASE)
+    # a job ended: no job is a state too ("He retired in June", "she lost her job when the mill shut")
+    ends = re.compile(rf"\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+)*(?:retired|lost {g.poss} job|"
+                      rf"(?:been|got|was|were)\s+(?:made redundant|laid off))\b", re.IGNORECASE)
+    return Patterns(begins, holds, weak=now_habit, ends=ends)
+
+
+_SELF, _OTHER = _patterns(SELF), _patterns(OTHER)
 _ORG = re.compile(r"\b(?:at|for|with|in)\s+(?:the\s+|a\s+|an\s+)?([A-Z][\w'’&-]*(?:\s+(?:[A-Z][\w'’&-]*|&|and"
                   r"(?=\s+(?!I\b)[A-Z])))*)")
 # a word every pattern needs: most turns have none and are passed over in one search
-_ANY = re.compile(r"\b(?:at|for|with|in|as)\s|\bjob\b|taken on|took me on|hired|made me|promoted|\bnow|these days|"
-                  r"\bsince\b",
+_ANY = re.compile(r"\b(?:at|for|with|in|as)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
+                  r"\bsince\b|retired|laid off",
                   re.IGNORECASE)
 Job = NamedState  # names: the organisations; begun: a new job
 
@@ -78,4 +93,16 @@ Job = NamedState  # names: the organisations; begun: a new job
 def job(text: str) -> Job | None:
     """Where a turn's statements tell its speaker or the one spoken to works (see the module docstring): the
     organisations of all of them, a new job if one is. None when no statement tells one."""
-    return read_named(text, _BEGINS, _HOLDS, _ORG, _NOW_HABIT) if _ANY.search(text) else None
+    if not _ANY.search(text):
+        return None
+    return read_named(text, _SELF, _ORG)
+
+
+@lru_cache(maxsize=20_000)
+def jobs_of_others(text: str) -> tuple[tuple[tuple[str, ...], int, Job], ...]:
+    """Where a turn's statements tell third persons work: (the words that may name the person, the likeliest
+    first, the offset of the sentence, the job), in order ("My husband's still a foreman at Gethin Steel", "she
+    took a job at ...")."""
+    if not _ANY.search(text):
+        return ()
+    return read_named_others(text, _OTHER, _ORG)

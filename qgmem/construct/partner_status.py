@@ -6,9 +6,10 @@ since March."; "We've been going out two years" -> "We're engaged!"). The value 
 status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through"),
 seeing someone, engaged, married. Two statements of one person in different sessions with different values, or
 with different named partners, are a change of that person's relationship state; the same value told again
-("still together") is not. Only statements about the speaker ("I", "we", "X and I") or, in a turn that speaks
-to the other person only, about them ("you're going out with ..."): a sister's marriage is her state, not the
-speaker's. General English, no benchmark or fixture vocabulary.
+("still together") is not. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a
+turn that speaks to the other person only, about them ("you're going out with ..."); `statuses_of_others` those
+about third persons (construct/holders.py says who): a sister's marriage is her state, not the speaker's.
+General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from qgmem.construct.named_state import THIRD
+from qgmem.construct.named_state import HOLDER, THIRD
 
 SINGLE, SEEING, ENGAGED, MARRIED = "single", "seeing", "engaged", "married"
 
@@ -25,20 +26,25 @@ SINGLE, SEEING, ENGAGED, MARRIED = "single", "seeing", "engaged", "married"
 _WHO = (r"(?:someone|somebody|him|her|(?:a|the) (?:guy|girl|man|woman|lad|lass)\b"
         r"|(?:a|an) [\w'’-]+ (?:called|named)\b)")
 _TITLE = r"(?!(?:Dr|Mr|Mrs|Ms|Miss|She|He|They|We)\b)"  # no partner: "seeing Dr Hale", "She and I"
+# "is" after a third person ("she's", "Mum is", "they're")
+_BE3 = r"(?:(?<=\w)(?:'s|’s)|\b(?:he|she|they)(?:'re|’re)|\bis|\bare)"
 # (value, pattern) in the order they are tried: an ending or an engagement says more than "together"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.IGNORECASE)) for v, p in (
-    (SINGLE, r"\b(?:split up|broke up|broken up|separated|divorced|separate ways|finished things|the divorce)\b"),
-    (SINGLE, r"\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)\s+(?:still\s+|now\s+)?single\b"
-             r"|\bsingle again\b"),
+    (SINGLE, r"\b(?:split up|broke up|broken up|separated|divorced|separate ways|finished things|the divorce)\b"
+             r"|\bfinished with (?:him|her|them|(?-i:[A-Z][a-z]+))\b"),
+    (SINGLE, rf"(?:\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)|{_BE3})\s+(?:still\s+|now\s+)?"
+             r"(?:(?:very|quite|happily|perfectly)\s+){0,2}single\b|\bsingle again\b"),
     (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
-    (ENGAGED, r"\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got|(?:you|\w+) and (?:i|\w+) "
-              r"(?:are|'re|’re))\s+(?:now\s+)?engaged\b"
-              r"|\bproposed to (?:me|him|her)\b"),  # not "I proposed a new rota"
-    (MARRIED, r"\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are)\s+married\b"  # not "want to get married"
+    (ENGAGED, rf"(?:\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got|(?:you|\w+) and "
+              rf"(?:i|\w+) (?:are|'re|’re))|{_BE3})\s+(?:now\s+)?engaged\b"
+              r"|\bproposed to (?:me|him|her|(?-i:[A-Z][a-z]+))\b"),  # not "I proposed a new rota"
+    (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are)|{_BE3})\s+(?:still\s+)?married\b"
+              r"|\bmarried (?=(?-i:[A-Z]))"  # not "want to get married"; "she married Cornelius"
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"),  # "muddling along, married twelve years"
     (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
-             r"together\b|\b(?:i've|i have)\s+met someone\b"),
+             r"together\b|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?together\b"
+             r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"),
 )) + (  # a named partner is capitalised, so this one keeps its case; "seeing Anna" alone is as often a meeting
     (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}[A-Z][a-z]+")),)
 # the partner a status names (case-sensitive: a name is capitalised)
@@ -51,8 +57,8 @@ _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|marrie
                       re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a word every pattern above needs: most turns have none and are passed over in one search
-_ANY = re.compile(r"split|broke|separate|divorce|finished things|single|dat(?:ing|ed)|seeing|going out|been with"
-                  r"|together|met someone|engaged|proposed|married", re.IGNORECASE)
+_ANY = re.compile(r"split|broke|separate|divorce|finished|single|dat(?:ing|ed)|seeing|going out|been with"
+                  r"|together|met someone|engaged|proposed|married|courting", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -71,20 +77,46 @@ class Status:
 def partner_status(text: str) -> Status | None:
     """The last partner status a turn's statements tell about its speaker or the one spoken to (see the
     module docstring), or None. Questions ("are you still seeing him?") tell none."""
-    if not _ANY.search(text):
-        return None
     found: Status | None = None
+    for sentence, _, status, m in _statements(text):
+        first = max((x.start() for x in _FIRST.finditer(sentence[:m.end()])), default=-1)  # "I'm" may open it
+        if first >= 0 and first >= max((x.start() for x in THIRD.finditer(sentence[:m.start()])), default=-1):
+            found = status  # else the nearest subject is not the speaker: "I think she's seeing someone"
+    return found
+
+
+@lru_cache(maxsize=20_000)
+def statuses_of_others(text: str) -> tuple[tuple[tuple[str, ...], int, Status], ...]:
+    """The partner statuses a turn's statements tell of third persons: (the words that may name the person, the
+    likeliest first, the offset of the sentence, the status), in order ("My sister's still married to Aldo", "He
+    and Aurelie finished things"): the third persons after the sentence's last first person, the first first."""
+    out = []
+    for sentence, at, status, m in _statements(text):
+        first = max((x.end() for x in _FIRST.finditer(sentence[:m.end()])), default=0)
+        who = tuple(x.group(0) for x in [*HOLDER.finditer(sentence, first, max(m.start(), first)),
+                                         *HOLDER.finditer(sentence, max(m.start(), first), m.end())])
+        if who:
+            out.append((who, at, status))
+    return tuple(out)
+
+
+def _statements(text: str) -> list[tuple[str, int, Status, re.Match[str]]]:
+    """(sentence, its offset, the status it tells, the match) for each statement of a status, whoever's."""
+    if not _ANY.search(text):
+        return []
+    out = []
+    at = 0
     for sentence in _SENTENCE.split(text):
+        start = text.find(sentence, at)
+        at = start + len(sentence)
         if sentence.rstrip().endswith("?"):
             continue
         for value, pattern in _PATTERNS:
             m = pattern.search(sentence)
             if m is None or (value != SINGLE and _NEGATED.search(sentence)):
                 continue
-            first = max((x.start() for x in _FIRST.finditer(sentence[:m.end()])), default=-1)  # "I'm" may open it
-            if first < 0 or first < max((x.start() for x in THIRD.finditer(sentence[:m.start()])), default=-1):
-                break  # the nearest subject is not the speaker: "I think she's seeing someone"
             named = _SEEING_NAME.search(sentence) or _PARTNER.search(sentence)
-            found = Status(value, next((g for g in named.groups() if g), None) if named else None)
+            out.append((sentence, start, Status(value, next((g for g in named.groups() if g), None) if named else None),
+                        m))
             break
-    return found
+    return out

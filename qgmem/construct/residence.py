@@ -1,21 +1,21 @@
 """Where a speaker lives, told in a sentence: one attribute, its value the places named (for
 construct/turn_changes.py).
 
-Why: a move is mostly told in words that share nothing with the old home ("I rent a bedsit on Quayle Road" ->
-"my partner and I have moved into a two-bed flat in Hollerby"; "I'm still in my old room at my parents'" ->
-"So you live in Dunhallow now!"), and the old home is often in no triple the extractor keeps. English says the
-attribute itself: a verb of dwelling ("live", "rent", "share", "staying", "crashing"), being in a dwelling
-("I'm in the top-floor flat", "we've been in the flat above the launderette"), a dwelling of one's own with a
-place ("my flat on Bellhanger Street"), or a move ("moved in with my brother", "got the keys to a studio",
-"signed for a terrace", "my new room in Fallowmere"). Its value is the capitalised places after a preposition
-("Lindell Court"). Being in a named place told as the present one is read weakly ("So you're out in Drummock
-Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther Quay"): it may be a stay, so it
-changes a home told with a name and is no home to change; "my new address" is a move. Two statements of one
-person in different sessions are a change of home when the later one
-is a move to other places, or names places the earlier one does not (construct/named_state.py reads both
-attributes told with a name, this one and work). Not read, beside what that module says: a stay somewhere
-("I'm in Paris this week": no dwelling, no verb of dwelling). General English, no benchmark or fixture
-vocabulary.
+Why: a move is mostly told in words that share nothing with the old home ("I rent a bedsit on Quayle Road" -> "my
+partner and I have moved into a two-bed flat in Hollerby"; "I'm still in my old room at my parents'" -> "So you live
+in Dunhallow now!"), and the old home is often in no triple the extractor keeps. English says the attribute itself,
+of the speaker or the one spoken to (`home`) and of third persons (`homes_of_others`: "He still lives on his own in
+the cottage at Penhallow Cross" -> "He's in Sedgecombe House now"): a verb of dwelling ("live", "rent", "share",
+"staying", "crashing"), being in a dwelling ("I'm in the top-floor flat", "we've been in the flat above the
+launderette"), a dwelling of one's own with a place ("my flat on Bellhanger Street"), or a move ("moved in with my
+brother", "got the keys to a studio", "signed for a terrace", "my new room in Fallowmere"). Its value is the
+capitalised places after a preposition ("Lindell Court"). Being in a named place told as the present one is read
+weakly ("So you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther
+Quay"): it may be a stay, so it changes a home told with a name and is no home to change; "my new address" is a
+move. Two statements of one person in different sessions are a change of home when the later one is a move to other
+places, or names places the earlier one does not (construct/named_state.py reads both attributes told with a name,
+this one and work). Not read, beside what that module says: a stay somewhere ("I'm in Paris this week": no dwelling,
+no verb of dwelling). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -23,38 +23,47 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from qgmem.construct.named_state import AUX, SUBJECT, NamedState, read_named
+from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
 
-_DWELLING = (r"(?:flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|apartment|lodge|caravan|"
+_DWELLING = (r"(?:flat|house|cottage|room|bedroom|bedsit|studio|bungalow|terrace|place|apartment|lodge|caravan|"
              r"houseboat|farmhouse|maisonette|digs|house share|home|floor)s?")
-_STAY = re.compile(
-    rf"\b{SUBJECT}{AUX}\s+(?:\w+\s+){{0,2}}?(?:live|lived|living|rent|renting|rented)\s+"
-    rf"(?:out\s+|up\s+|down\s+)?(?:in|on|at|above|over|near|with)\b"
-    rf"|\b{SUBJECT}{AUX}\s+(?:\w+\s+){{0,2}}?(?:rent|renting|rented|share|sharing|staying|crashing)\s+"
-    rf"(?:in\s+|at\s+)?(?:a|an|the|my|our|that|this)\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
-    rf"|\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been| was| were)\s+(?:still\s+|now\s+|"
-    rf"been\s+|just\s+)*(?:in|on)\s+(?:the|my|a|an|our|your)\s+"
-    rf"(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
-    rf"|^\s*(?:still|now)\s+in\s+the\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
-    rf"|\b(?:my|our|your)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:[A-Z]))",  # a name
-    re.IGNORECASE)
-_MOVE = re.compile(
-    rf"\b{SUBJECT}{AUX}\s+(?:just\s+|finally\s+|recently\s+|now\s+|all\s+)*(?:moved|moving|relocated)\s+"
-    rf"(?:in|into|to|up|down|out|back|over|across|house)\b"
-    rf"|\b{SUBJECT}{AUX}\s+(?:just\s+|finally\s+|now\s+)*(?:got|bought|found|signed for|took|taken)\s+"
-    rf"(?:the keys to\s+)?(?:a|an|my own|our own|your own|my|our|a little|a new)\s+(?:[\w'’-]+\s+){{0,2}}?"
-    rf"{_DWELLING}\b(?!\s+to\b)"  # not "found a place to chill"
-    rf"|\b(?:my|our|your) new\s+(?:{_DWELLING}|address)\b",
-    re.IGNORECASE)
 _NAME = (r"(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b)(?-i:[A-Z])[\w'’-]*"  # a place, not a weekday
          r"(?:\s+(?-i:[A-Z])[\w'’-]*)*")
-# being in a named place told as the present one (weak: it may be a stay, so it only changes a home told with a
-# name): "So you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther"
-_THERE_NOW = re.compile(
-    rf"\b{SUBJECT}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+"
-    rf"(?:out\s+|over\s+|up\s+|down\s+|back\s+)?in\s+{_NAME}\s*(?:,\s*)?(?:now|since)\b"
-    rf"|\b{SUBJECT}(?:'ve|’ve| have)\s+(?:just\s+|finally\s+)?gone\s+(?:over|out|up|down|back)\s+to\s+{_NAME}",
-    re.IGNORECASE)
+_DET = r"(?:a|an|the|my|our|your|that|this|his|her|their)"
+
+
+def _patterns(g: Grammar) -> Patterns:
+    """(a move, a dwelling, being in a named place now) told of the persons of `g`. The last is weak: it may be a
+    stay, so it only changes a home told with a name ("So you're out in Drummock Vale now!", "we've been in Cardiff
+    since April", "you've gone over to Lowther Quay")."""
+    s, aux = g.subject, g.aux
+    move = re.compile(
+        rf"\b{s}{aux}\s+(?:just\s+|finally\s+|recently\s+|now\s+|all\s+)*(?:moved|moving|moves|relocated)\s+"
+        rf"(?:in|into|to|up|down|out|back|over|across|house)\b"
+        rf"|\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+)*(?:got|bought|found|signed for|took|taken)\s+"
+        rf"(?:the keys to\s+)?(?:a|an|{g.poss} own|{g.poss}|a little|a new)\s+(?:[\w'’-]+\s+){{0,2}}?"
+        rf"{_DWELLING}\b(?!\s+to\b)"  # not "found a place to chill"
+        rf"|\b{g.poss} new\s+(?:{_DWELLING}|address)\b",
+        re.IGNORECASE)
+    stay = re.compile(
+        rf"\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:live|lives|lived|living|rent|rents|renting|rented)\s+"
+        rf"(?:out\s+|up\s+|down\s+)?(?:in|on|at|above|over|near|with)\b"
+        rf"|\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:rent|rents|renting|rented|share|shares|sharing|staying|crashing)\s+"
+        rf"(?:in\s+|at\s+)?{_DET}\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
+        rf"|\b{s}(?:{g.be}|{g.have} been| was| were)\s+(?:still\s+|now\s+|been\s+|just\s+)*(?:in|on)\s+{_DET}\s+"
+        rf"(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
+        + (rf"|^\s*(?:still|now)\s+in\s+the\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b" if g.fragments else "")
+        + rf"|\b{g.poss}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:[A-Z]))",  # a name
+        re.IGNORECASE)
+    there_now = re.compile(
+        rf"\b{s}(?:{g.be}|{g.have} been)\s+"
+        rf"(?:out\s+|over\s+|up\s+|down\s+|back\s+)?in\s+{_NAME}\s*(?:,\s*)?(?:now|since)\b"
+        rf"|\b{s}{g.have}\s+(?:just\s+|finally\s+)?gone\s+(?:over|out|up|down|back)\s+to\s+{_NAME}",
+        re.IGNORECASE)
+    return Patterns(move, stay, weak=there_now)
+
+
+_SELF, _OTHER = _patterns(SELF), _patterns(OTHER)
 _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:the\s+)?"
                     r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
 # a word every pattern needs: most turns have none and are passed over in one search
@@ -67,4 +76,16 @@ Home = NamedState  # names: the places; begun: a move
 def home(text: str) -> Home | None:
     """The home a turn's statements tell of its speaker or the one spoken to (see the module docstring): the
     places of all of them, a move if one is. None when no statement tells one."""
-    return read_named(text, _MOVE, _STAY, _PLACE, _THERE_NOW) if _ANY.search(text) else None
+    if not _ANY.search(text):
+        return None
+    return read_named(text, _SELF, _PLACE)
+
+
+@lru_cache(maxsize=20_000)
+def homes_of_others(text: str) -> tuple[tuple[tuple[str, ...], int, Home], ...]:
+    """The homes a turn's statements tell of third persons: (the words that may name the person, the likeliest
+    first, the offset of the sentence, the home), in order ("My dad's moved to Penzance", "She's renting a
+    cottage in Kendal")."""
+    if not _ANY.search(text):
+        return ()
+    return read_named_others(text, _OTHER, _PLACE)

@@ -70,13 +70,13 @@ EVENT = "event:"  # prefix of an event group's key (the relation lemma follows)
 # the word lists that decide traces (their digest joins the traces' build key)
 TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore", "state_relations",
                "stopwords", "subject_modifiers", "unresolved_subjects")
-# part of the traces' build key: bump it when a change of the grouping code changes traces, so stored
-# traces are regrouped instead of served (1: grouping by subject and class; 2: structural links and cues;
-# 3: changes told by a whole turn, construct/turn_changes.py, and a habit at a named place as a job; 4: the
-# thing a pronoun object of an end or a retiming stands for; 5: a change of partner status, partner_status.py;
-# 6: a habit at a named organisation is a job even where the verb ends an ownership, "I sell cars at X"; 7: a thing
-# leaving its owner; 8: home; 9: job; 10: leaving a group; 11: a plan called off; 12: an answer holds its question)
-TRACE_VERSION = 12
+# part of the traces' build key: bump it when a change of the grouping code changes traces, so stored traces are
+# regrouped instead of served (1: grouping by subject and class; 2: structural links and cues; 3: changes told by a
+# whole turn, construct/turn_changes.py, and a habit at a named place as a job; 4: the thing a pronoun object of an
+# end or a retiming stands for; 5: a change of partner status, partner_status.py; 6: a habit at a named organisation
+# is a job even where the verb ends an ownership, "I sell cars at X"; 7: a thing leaving its owner; 8: home; 9: job;
+# 10: leaving a group; 11: a plan called off; 12: an answer holds its question; 13: third persons, holders.py)
+TRACE_VERSION = 13
 
 
 @dataclass

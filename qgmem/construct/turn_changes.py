@@ -23,7 +23,9 @@ Three attributes need no shared word: partner status (construct/partner_status.p
 seeing someone, engaged, married), home or workplace other than the one that person last told in an earlier
 session links that turn, as "I'm single" -> "we've been together since March", "I rent a bedsit on Quayle
 Road" -> "we've moved into a flat in Hollerby" or "I fix buses at the Stanway depot" -> "I've started an
-apprenticeship with Pendry and Daughters" share nothing else.
+apprenticeship with Pendry and Daughters" share nothing else. The same holds for a third person's
+("My dad's still at the boatyard in Tolverne" -> "How's your dad?" "He retired at the end of May."): who they are
+comes from the words of the dialogue (construct/holders.py), keyed across sessions by "<speaker>'s dad" or a name.
 
 A thing leaving its owner (construct/disposal.py: "we sold it", "it belongs to my nephew now") tells a change
 too, as does someone leaving a group or a pastime, or the group ending (construct/leaving.py: "I dropped it in
@@ -45,9 +47,11 @@ from typing import Any, Protocol
 from qgmem.construct.called_off import called_off
 from qgmem.construct.disposal import disposal
 from qgmem.construct.leaving import leaving
-from qgmem.construct.occupation import job
-from qgmem.construct.partner_status import partner_status
-from qgmem.construct.residence import home
+from qgmem.construct.holders import Persons
+from qgmem.construct.named_state import merge
+from qgmem.construct.occupation import job, jobs_of_others
+from qgmem.construct.partner_status import partner_status, statuses_of_others
+from qgmem.construct.residence import home, homes_of_others
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 from qgmem.types import AtomicUnit
@@ -316,8 +320,14 @@ class _Value(Protocol):
     def differs(self, earlier: Any) -> bool: ...
 
 
-# attributes whose values English names directly, read from a whole turn: a change needs no shared word
-_ATTRIBUTES: tuple[Callable[[str], _Value | None], ...] = (partner_status, home, job)
+Others = Callable[[str], "tuple[tuple[tuple[str, ...], int, Any], ...]"]
+# attributes whose values English names directly, read from a whole turn: a change needs no shared word. Each
+# is read of the speaker or the one spoken to, and of third persons (construct/holders.py says who they are)
+_ATTRIBUTES: tuple[tuple[Callable[[str], _Value | None], Others, Callable[[list[Any]], Any]], ...] = (
+    (partner_status, statuses_of_others, lambda values: values[-1]),
+    (home, homes_of_others, merge),
+    (job, jobs_of_others, merge),
+)
 
 
 def _attribute_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[str, str],
@@ -325,25 +335,35 @@ def _attribute_links(units: list[AtomicUnit], order: list[_Turn], person: Mappin
                      said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
     """Changes of partner status, home and job (see the module docstring): a turn whose value for a person
     differs from the latest value of that person told in an earlier session links that turn's unit, whatever
-    words the two share ("I'm single" -> "we've been together since March")."""
+    words the two share ("I'm single" -> "we've been together since March"; "My dad's at the boatyard" ->
+    "How's your dad?" "He retired in May.")."""
     out: dict[int, tuple[int, str]] = {}
-    for read in _ATTRIBUTES:
-        told: dict[str, list[tuple[str, int, _Value]]] = {}  # person -> (session, turn position, value), in order
+    persons = Persons(turn_texts, {t.id: t.speaker for t in order})
+    for read, read_others, combine in _ATTRIBUTES:
+        told: dict[str, list[tuple[str, int, _Value]]] = {}  # person key -> (session, turn position, value), in order
         for k, t in enumerate(order):
-            value = read(turn_texts[t.id])
-            if value is None:
-                continue
-            said_before = told.setdefault(person[t.id], [])
-            # a speaker tells a change once a session ("we relocated to Melbourne" ... "our new house has a
-            # lemon tree"); the person's own word after a friend's report ("you're going out with ...") counts
-            again = any(x[0] == t.session and order[x[1]].speaker == t.speaker for x in said_before)
-            earlier = next((x for x in reversed(said_before) if x[0] != t.session), None)  # latest, other session
-            said_before.append((t.session, k, value))
-            free = [r for r in t.units if r not in updates]
-            if earlier is not None and not again and free and value.differs(earlier[2]):
-                target = _best_unit(units, order[earlier[1]].units, t.words)
-                for i, got in _change_link(units, t, free, target, updates, said).items():
-                    out.setdefault(i, got)
+            values: dict[frozenset[str], list[Any]] = {}
+            own = read(turn_texts[t.id])
+            if own is not None:
+                values[frozenset({person[t.id]})] = [own]
+            for words, at, value in read_others(turn_texts[t.id]):
+                who = persons.resolve(t.id, words, at)
+                if who is not None:
+                    values.setdefault(who, []).append(value)
+            for who, got in values.items():
+                value = combine(got)
+                said_before = sorted((x for key in who for x in told.get(key, [])), key=lambda x: x[1])
+                # a speaker tells a change once a session ("we relocated to Melbourne" ... "our new house has a
+                # lemon tree"); the person's own word after a friend's report ("you're going out with ...") counts
+                again = any(x[0] == t.session and order[x[1]].speaker == t.speaker for x in said_before)
+                earlier = next((x for x in reversed(said_before) if x[0] != t.session), None)  # latest, other session
+                for key in who:
+                    told.setdefault(key, []).append((t.session, k, value))
+                free = [r for r in t.units if r not in updates]
+                if earlier is not None and not again and free and value.differs(earlier[2]):
+                    target = _best_unit(units, order[earlier[1]].units, t.words)
+                    for i, got_link in _change_link(units, t, free, target, updates, said).items():
+                        out.setdefault(i, got_link)
     return out
 
 
