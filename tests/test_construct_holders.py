@@ -118,3 +118,12 @@ def test_no_link_between_two_persons_nor_for_an_end_told_twice_nor_an_end_after_
     habit = (1, 1, "Ilka", "Ilka", "expand", "my stall", "Now I can expand my stall and I run it all day now.")
     units, texts = _chat(habit, (2, 1, "Boris", "Boris", "want", "a new bike", "I want a new bike."), again)
     assert _changed(units, texts) == []
+
+
+def test_a_statement_with_a_tag_question_is_read_and_a_question_is_not() -> None:
+    (got,) = jobs_of_others("Ilse's just started as a junior doctor at the hospital in Prestbury, did I tell you?")
+    assert got[2] == NamedState(frozenset({"Prestbury"}), True)
+    assert jobs_of_others("Has Ilse started as a junior doctor at the hospital in Prestbury?") == ()
+    assert job("I retired at Easter, didn't I say?") == NamedState(frozenset(), False, ended=True)
+    assert job("Since June I've been a trainee at a practice in Lanwick.") == NamedState(frozenset({"Lanwick"}), False)
+    assert [s.value for _, _, s in statuses_of_others("My brother and Derin broke it off in January.")] == [SINGLE]

@@ -98,11 +98,15 @@ def test_a_turn_whose_update_already_supersedes_the_state_is_left_to_it() -> Non
                           "I'm glad it's over. I handed in my notice at the cycle workshop in May."))
     assert turn_links(units, texts, {}) == {2: (0, "change")}
     assert turn_links(units, texts, {2: {0}}) == {}  # its update supersedes the job already
-    assert turn_links(units, texts, {2: {1}}) == {}  # its one unit is an update of something else
+    # its one unit is an update of the other speaker's remark, which shares none of its words: the words decide
+    assert turn_links(units, texts, {2: {1}}) == {2: (0, "change")}
+    units.append(_u(4, 1, "Tamsin", "Tamsin", "want", "a holiday", "I want a holiday"))
+    texts = {**texts, "D1:4": "I want a holiday."}
+    assert turn_links(units, texts, {2: {3}}) == {}  # an update of the speaker's own earlier word stays
     # another unit of the turn, not an update, links the state the update left alone
     extra = _u(4, 2, "Tamsin", "Tamsin", "sell", "my old bell", "I sold my old bell")
     units.append(dataclasses.replace(extra, first_turn="D2:3", last_turn="D2:3", turn_ids=["D2:3"]))
-    assert turn_links(units, texts, {2: {1}}) == {3: (0, "change")}
+    assert turn_links(units, texts, {2: {3}}) == {4: (0, "change")}
 
 
 def test_a_habit_at_a_named_place_is_a_job_that_a_new_one_replaces() -> None:

@@ -97,6 +97,17 @@ def _same(a: str, b: str) -> bool:
     return x <= y or y <= x
 
 
+# a tag after a statement ("..., did I tell you?", "..., didn't I say?", "..., isn't it?"): still a statement
+_TAG = re.compile(r",\s*(?:did|didn't|didn’t|do|don't|don’t|have|haven't|haven’t|is|isn't|isn’t|was|wasn't|wasn’t|"
+                  r"are|aren't|aren’t)\s+(?:i|you|we|he|she|it|they)(?:\s+(?:tell|say|mention)(?:\s+you)?)?\s*\?\s*$",
+                  re.IGNORECASE)
+
+
+def asks(sentence: str) -> bool:
+    """A question, not a statement with a tag ("Lina's started at the clinic in Preston, did I tell you?")."""
+    return sentence.rstrip().endswith("?") and not _TAG.search(sentence)
+
+
 class Patterns(NamedTuple):
     """How an attribute is told: a beginning, a state held, a weak beginning (tried last; NamedState.weak) and an
     end with nothing after it (NamedState.ended)."""
@@ -147,7 +158,7 @@ def _statements(text: str, patterns: Patterns,
     for sentence in _SENTENCE.split(text):  # "So you live in Dunhallow now! Your sister said you moved in June."
         start = text.find(sentence, at)
         at = start + len(sentence)
-        if sentence.rstrip().endswith("?"):
+        if asks(sentence):
             continue
         begin = patterns.begins.search(sentence)
         m = begin or patterns.holds.search(sentence)

@@ -56,7 +56,7 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{g.poss} new (?:job|role|post|position)\b",
         re.IGNORECASE)
     holds = re.compile(
-        rf"\b{s}{g.be}\s+(?:still\s+|now\s+)?(?:a|an|the)\s+{_NAMED}"  # a role at a name
+        rf"\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?(?:a|an|the)\s+{_NAMED}"  # a role at a name
         rf"|\b{s}{aux}\s+(?:still\s+|been\s+|now\s+)*(?:work|works|worked|working)\s+(?:from home\s+)?"
         rf"(?:as|at|for|in)\b"
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)*"

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from qgmem.construct.named_state import HOLDER, THIRD
+from qgmem.construct.named_state import HOLDER, THIRD, asks
 
 SINGLE, SEEING, ENGAGED, MARRIED = "single", "seeing", "engaged", "married"
 
@@ -30,7 +30,8 @@ _TITLE = r"(?!(?:Dr|Mr|Mrs|Ms|Miss|She|He|They|We)\b)"  # no partner: "seeing Dr
 _BE3 = r"(?:(?<=\w)(?:'s|’s)|\b(?:he|she|they)(?:'re|’re)|\bis|\bare)"
 # (value, pattern) in the order they are tried: an ending or an engagement says more than "together"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.IGNORECASE)) for v, p in (
-    (SINGLE, r"\b(?:split up|broke up|broken up|separated|divorced|separate ways|finished things|the divorce)\b"
+    (SINGLE, r"\b(?:split up|broke up|broken up|broke it off|broken it off|separated|divorced|separate ways"
+             r"|finished things|the divorce)\b"
              r"|\bfinished with (?:him|her|them|(?-i:[A-Z][a-z]+))\b"),
     (SINGLE, rf"(?:\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)|{_BE3})\s+(?:still\s+|now\s+)?"
              r"(?:(?:very|quite|happily|perfectly)\s+){0,2}single\b|\bsingle again\b"),
@@ -109,7 +110,7 @@ def _statements(text: str) -> list[tuple[str, int, Status, re.Match[str]]]:
     for sentence in _SENTENCE.split(text):
         start = text.find(sentence, at)
         at = start + len(sentence)
-        if sentence.rstrip().endswith("?"):
+        if asks(sentence):
             continue
         for value, pattern in _PATTERNS:
             m = pattern.search(sentence)

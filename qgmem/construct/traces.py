@@ -1,42 +1,39 @@
 """Dynamic memory traces (QGMem §III-A2): units of one evolving state of one subject, in memory-time order.
 
-Grouping keys units by (subject, state class): "Priya works at Larkspur Books", "Priya quit Larkspur
-Books" and "Priya works at Brightwater Bakery now" form one employment trace. The class comes from the
-word table (construct/state_table.py): the object's head word, else the relation, else, for a relation
-that only ends or changes a state ("quit Acme", "switched it"), the subject's latest earlier unit whose
-object names the same thing; then from the claim's structure (`refine`, cues of construct/state_cues.py):
-a role at an organisation ("a line cook at Saffron Row") is an employment, "X's <noun> is <Name>" a role
-held by that person, a recurring time told by a light verb a schedule, a classless claim about a time
-after the utterance that replaces something ("instead") a plan; "no longer" ends the relation's own
-state and a marker ("now", "instead") makes a value a change. Relations outside the table
-form event traces keyed by (subject, lemma), split into groups whose objects share a word (a trajectory
-is about one thing: "went camping" twice, not every "went"). Units whose relation is "say", whose subject
-is an unresolved pronoun or not a named subject (a name, a speaker, a speaker's "user's therapist"), and
-light verbs ("be", "have") without a state class join no trace of their own.
+Grouping keys units by (subject, state class): "Priya works at Larkspur Books", "Priya quit Larkspur Books" and
+"Priya works at Brightwater Bakery now" form one employment trace. The class comes from the word table
+(construct/state_table.py): the object's head word, else the relation, else, for a relation that only ends or
+changes a state ("quit Acme", "switched it"), the subject's latest earlier unit whose object names the same thing;
+then from the claim's structure (`refine`, cues of construct/state_cues.py): a role at an organisation ("a line cook
+at Saffron Row") is an employment, "X's <noun> is <Name>" a role held by that person, a recurring time told by a
+light verb a schedule, a classless claim about a time after the utterance that replaces something ("instead") a
+plan; "no longer" ends the relation's own state and a marker ("now", "instead") makes a value a change. Relations
+outside the table form event traces keyed by (subject, lemma), split into groups whose objects share a word (a
+trajectory is about one thing: "went camping" twice, not every "went"). Units whose relation is "say", whose subject
+is an unresolved pronoun or not a named subject (a name, a speaker, a speaker's "user's therapist"), and light verbs
+("be", "have") without a state class join no trace of their own.
 
-A change told across subjects or classes joins the trace of the state it changes instead
-(construct/state_links.py, in dialogue order): the thing a change verb acts on ("the centre moved the
-class to Thursdays"), a role holder who left ("Mrs. X retired"), a new holder told by the counterpart
-("I see a new therapist now"), an end that names an earlier claim ("I sold the Fiat", "I gave my goldfish
-to my nephew"), a classless claim with a marker that shares the value's words ("I'm the museum's head of
-collections now"). A change that no triple of its turn carries ("I handed in my notice at the ferry terminal"
-read as (X | do | it)) is read from the turn's words, or from the partner status it tells ("I'm single" ->
-"we've been together since March"; construct/turn_changes.py). Such a link supersedes its target, and the
-change is kept after it in the trace whatever time it is about.
+A change told across subjects or classes joins the trace of the state it changes instead (construct/state_links.py,
+in dialogue order): the thing a change verb acts on ("the centre moved the class to Thursdays"), a role holder who
+left ("Mrs. X retired"), a new holder told by the counterpart ("I see a new therapist now"), an end that names an
+earlier claim ("I sold the Fiat", "I gave my goldfish to my nephew"), a classless claim with a marker that shares
+the value's words ("I'm the museum's head of collections now"). A change that no triple of its turn carries ("I
+handed in my notice at the ferry terminal" read as (X | do | it)) is read from the turn's words, or from the partner
+status it tells ("I'm single" -> "we've been together since March"; construct/turn_changes.py). Such a link
+supersedes its target, and the change is kept after it in the trace whatever time it is about.
 
-Roles (rule path), in memory time (fact time, else utterance time, else dialogue order; a fact time
-after the utterance, a plan, counts from when it was said). An *end* ("quit", "cancel", a negated
-relation) or a *change* ("promote", "reschedule", "move") is an update of the states whose object it
-names (else of the current state). A plain value of a one-value class (employment, residence,
-relationship, schedule) whose object shares too little with the current state (overlap coefficient of
-object words < `update_threshold`; for a schedule, of its time words) is an update and supersedes it; a
-compatible one is a supplement, and so is a remark: a relation outside the table whose object names the
-state ("I love my job"), or a state without a value ("I'm working hard"). In many-value classes
-(membership, ownership, plans) new values coexist: supplements, unless they take up something that had
-ended or replace ("instead"). Event traces only accumulate, except that a negation supersedes the
-earlier units it names ("not going to the concert any more"). The latest member that states a value (not
-a remark) is the latest supported state. Groups and traces do not depend on the order units are listed
-in, beyond dialogue order for units of the same time (the store keeps units in conversation order).
+Roles (rule path), in memory time (fact time, else utterance time, else dialogue order; a fact time after the
+utterance, a plan, counts from when it was said). An *end* ("quit", "cancel", a negated relation) or a *change*
+("promote", "reschedule", "move") is an update of the states whose object it names (else of the current state). A
+plain value of a one-value class (employment, residence, relationship, schedule) whose object shares too little with
+the current state (overlap coefficient of object words < `update_threshold`; for a schedule, of its time words) is
+an update and supersedes it; a compatible one is a supplement, and so is a remark: a relation outside the table
+whose object names the state ("I love my job"), or a state without a value ("I'm working hard"). In many-value
+classes (membership, ownership, plans) new values coexist: supplements, unless they take up something that had ended
+or replace ("instead"). Event traces only accumulate, except that a negation supersedes the earlier units it names
+("not going to the concert any more"). The latest member that states a value (not a remark) is the latest supported
+state. Groups and traces do not depend on the order units are listed in, beyond dialogue order for units of the same
+time (the store keeps units in conversation order).
 """
 
 from __future__ import annotations
@@ -75,8 +72,9 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # whole turn, construct/turn_changes.py, and a habit at a named place as a job; 4: the thing a pronoun object of an
 # end or a retiming stands for; 5: a change of partner status, partner_status.py; 6: a habit at a named organisation
 # is a job even where the verb ends an ownership, "I sell cars at X"; 7: a thing leaving its owner; 8: home; 9: job;
-# 10: leaving a group; 11: a plan called off; 12: an answer holds its question; 13: third persons, holders.py)
-TRACE_VERSION = 13
+# 10: leaving a group; 11: a plan called off; 12: an answer holds its question; 13: third persons, holders.py; 14:
+# an update of only the other speaker's words moves to the state the turn's words name)
+TRACE_VERSION = 14
 
 
 @dataclass
@@ -183,12 +181,12 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
                  words: list[frozenset[str]] | None = None) -> list[Group]:
     """Groups of >= `min_size` units (members in memory-time order), in a canonical order.
 
-    A unit that names the earlier state it changes across subjects or classes (construct/state_links.py,
-    in dialogue order) joins that state's trace; every other unit is placed by its subject and class. With
-    `turn_texts` (turn id -> text), a turn that tells a change its updates so far do not cover then links
-    the earlier-session state its words name (construct/turn_changes.py), and the units are placed again.
-    `roles` keeps the rule roles this computes of each group, for `build_traces` to reuse; `words`: each unit's
-    object words, when the caller has them."""
+    A unit that names the earlier state it changes across subjects or classes (construct/state_links.py, in
+    dialogue order) joins that state's trace; every other unit is placed by its subject and class. With
+    `turn_texts` (turn id -> text), a turn that tells a change its updates so far do not cover then links the
+    earlier-session state its words name (construct/turn_changes.py; an update of only the other speaker's words is
+    moved there), and the units are placed again. `roles` keeps the rule roles this computes of each group, for
+    `build_traces` to reuse; `words`: each unit's object words, when the caller has them."""
     table = table or StateTable.default()
     speakers = speakers_of(units)
     facts = [read_facts(u, table, speakers) for u in units]
@@ -209,7 +207,8 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
         for g in groups:
             got, sup = _rule_roles_of(units, g, words, table, cfg, roles)
             updates.update({m: sup & set(g.members) for m, role in zip(g.members, got) if role == "update"})
-        extra = {i: got for i, got in turn_links(units, turn_texts, updates, table=table).items() if i not in links}
+        extra = {i: got for i, got in turn_links(units, turn_texts, updates, table=table).items()
+                 if i not in links or i in updates}
         if extra:
             groups = _place(units, cfg, facts, words, readings, {**links, **extra})
     return groups

@@ -258,7 +258,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     out: dict[int, tuple[int, str]] = {}
     for k, t in enumerate(order):
         free = [r for r in t.units if r not in updates]
-        if not t.change_words or not free:
+        if not t.change_words:
             continue
         candidates = {r for w in t.change_words for r in holding.get(w, ())}
         best: tuple[float, int, int] | None = None  # (weight, turn position, -row): the latest turn on a tie
@@ -274,8 +274,10 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
                 key = (sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
                 if best is None or key > best:
                     best = key
-        if best is not None:
+        if best is not None and free:
             out.update(_change_link(units, t, free, -best[2], updates, said))
+        elif best is not None:
+            out.update(_retarget(units, t, -best[2], updates, said))
     for i, got in _attribute_links(units, order, person, turn_texts, updates, said).items():
         out.setdefault(i, got)
     return out
@@ -314,6 +316,19 @@ def _change_link(units: list[AtomicUnit], t: _Turn, free: list[int], target: int
     if any(target in updates[r] for r in t.units if r in updates):
         return {}
     return {_best_unit(units, free, said.get(target, frozenset())): (target, "change")}
+
+
+def _retarget(units: list[AtomicUnit], t: _Turn, target: int, updates: Mapping[int, set[int]],
+              said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
+    """{an update of `t`: (target, "change")} when every unit of the turn is an update already, but only of what the
+    other speaker said, sharing no word with what the turn says changed, while `target` does ("Is your lad still
+    canoeing with the Sea Scouts?" - "He swapped the Scouts for a Saturday job": the question is no state, the
+    earlier "He's in the Sea Scouts" is). The turn's words decide over that guess, not over the speaker's own."""
+    superseded = {s for r in t.units for s in updates.get(r, ())}
+    if (target in superseded or any(units[s].speaker == t.speaker for s in superseded)
+            or any(said.get(s, frozenset()) & t.change_words for s in superseded)):
+        return {}
+    return {_best_unit(units, t.units, said.get(target, frozenset())): (target, "change")}
 
 
 class _Value(Protocol):
