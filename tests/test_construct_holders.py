@@ -11,7 +11,8 @@ import pytest
 from qgmem.construct.holders import Persons, mentions, proper_names, resolve
 from qgmem.construct.named_state import NamedState
 from qgmem.construct.occupation import job, jobs_of_others
-from qgmem.construct.partner_status import ENGAGED, MARRIED, SEEING, SINGLE, partner_status, statuses_of_others
+from qgmem.construct.partner_status import (ENGAGED, MARRIED, SEEING, SINGLE, Status, partner_status,
+                                           statuses_of_others)
 from qgmem.construct.residence import home, homes_of_others
 from tests.test_construct_turn_changes import _changed, _chat
 
@@ -127,3 +128,21 @@ def test_a_statement_with_a_tag_question_is_read_and_a_question_is_not() -> None
     assert job("I retired at Easter, didn't I say?") == NamedState(frozenset(), False, ended=True)
     assert job("Since June I've been a trainee at a practice in Lanwick.") == NamedState(frozenset({"Lanwick"}), False)
     assert [s.value for _, _, s in statuses_of_others("My brother and Derin broke it off in January.")] == [SINGLE]
+
+
+def test_a_partner_by_a_possessive_and_the_idioms_of_an_engagement_begun_or_ended() -> None:
+    assert partner_status("My girlfriend Kadrie will want to come.") == Status(SEEING, "Kadrie")
+    assert partner_status("My fiancée hates weddings.").value == ENGAGED
+    assert partner_status("My ex-boyfriend called.") is None and partner_status("I bought a ring.") is None
+    assert [(w, s.value) for w, _, s in statuses_of_others("So Dagrun finally popped the question!")] == [
+        (("So", "Dagrun"), ENGAGED)]
+    assert [s.value for _, _, s in statuses_of_others("Piet gave Otto the ring back in October.")] == [SINGLE]
+    assert [(w, s.value) for w, _, s in statuses_of_others("His girlfriend is lovely.")] == [(("His",), SEEING)]
+
+
+def test_a_new_engagement_changes_a_partner_told_by_a_possessive() -> None:
+    units, texts = _chat((1, 1, "Ilka", "Kadrie", "want", "to come",
+                          "A barn wedding! My girlfriend Kadrie will want to come, she cries at every wedding."),
+                         (2, 1, "Boris", "Boris", "want", "a new bike", "I want a new bike."),
+                         (3, 2, "Ilka", "Ilka", "hope", "the mend", "We got engaged in September, Kadrie and me."))
+    assert _changed(units, texts) == [("n/u1", "n/u3")]

@@ -69,7 +69,7 @@ def _patterns(g: Grammar) -> Patterns:
         re.IGNORECASE)
     now_habit = re.compile(
         rf"\b{s}{g.be}?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
-        rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<!ed)\s+(?:[\w'’&-]+\s+){{1,6}}?"
+        rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<!ed)\s+(?:[\w'’&-]+\s+){{1,8}}?"
         rf"(?<!right\s)(?<!just\s)(?<!for\s)(?:now|these days|nowadays)\b"
         rf"|^\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{s}\s+{_NOT_WORK}[a-z]+(?<!ed)\b",
         re.IGNORECASE)

@@ -3,8 +3,9 @@
 Why: a change of partner status is mostly told in words that share nothing with the old value and often in no
 triple the extractor keeps ("I'm single, and quite happy about it" -> "So, I've met someone. We've been together
 since March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the
-status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through"),
-seeing someone, engaged, married. Two statements of one person in different sessions with different values, or
+status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through",
+"gave him the ring back"), seeing someone ("my girlfriend Kadri"), engaged ("popped the question", "my fiancé"),
+married. Two statements of one person in different sessions with different values, or
 with different named partners, are a change of that person's relationship state; the same value told again
 ("still together") is not. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a
 turn that speaks to the other person only, about them ("you're going out with ..."); `statuses_of_others` those
@@ -32,13 +33,14 @@ _BE3 = r"(?:(?<=\w)(?:'s|’s)|\b(?:he|she|they)(?:'re|’re)|\bis|\bare)"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.IGNORECASE)) for v, p in (
     (SINGLE, r"\b(?:split up|broke up|broken up|broke it off|broken it off|separated|divorced|separate ways"
              r"|finished things|the divorce)\b"
-             r"|\bfinished with (?:him|her|them|(?-i:[A-Z][a-z]+))\b"),
+             r"|\bfinished with (?:him|her|them|(?-i:[A-Z][a-z]+))\b"
+             r"|\bgave (?:him|her|(?-i:[A-Z][a-z]+)) (?:the|his|her|back the) ring(?: back)?\b"),
     (SINGLE, rf"(?:\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)|{_BE3})\s+(?:still\s+|now\s+)?"
              r"(?:(?:very|quite|happily|perfectly)\s+){0,2}single\b|\bsingle again\b"),
     (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
     (ENGAGED, rf"(?:\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got|(?:you|\w+) and "
               rf"(?:i|\w+) (?:are|'re|’re))|{_BE3})\s+(?:now\s+)?engaged\b"
-              r"|\bproposed to (?:me|him|her|(?-i:[A-Z][a-z]+))\b"),  # not "I proposed a new rota"
+              r"|\bproposed to (?:me|him|her|(?-i:[A-Z][a-z]+))\b|\bpopped the question\b"),  # not "proposed a rota"
     (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are)|{_BE3})\s+(?:still\s+)?married\b"
               r"|\bmarried (?=(?-i:[A-Z]))"  # not "want to get married"; "she married Cornelius"
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"),  # "muddling along, married twelve years"
@@ -47,11 +49,15 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
              r"together\b|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?together\b"
              r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"),
 )) + (  # a named partner is capitalised, so this one keeps its case; "seeing Anna" alone is as often a meeting
-    (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}[A-Z][a-z]+")),)
+    (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}[A-Z][a-z]+")),
+    # a partner by a possessive: "my girlfriend Kadri", "his fiancée" (not "my ex-boyfriend")
+    (SEEING, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:girlfriend|boyfriend)\b")),
+    (ENGAGED, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:fiancée|fiancé|fiancee|fiance)\b")),)
 # the partner a status names (case-sensitive: a name is capitalised)
 _SEEING_NAME = re.compile(rf"\b(?:[Ss]eeing|[Dd]ating|[Gg]oing out with|[Ee]ngaged to|[Mm]arried to)\s+"
                           rf"(?:an? [\w'’-]+ (?:called|named) )?{_TITLE}([A-Z][a-z]+)")
-_PARTNER = re.compile(rf"\b{_TITLE}([A-Z][a-z]+) and I\b|\b{_TITLE}([A-Z][a-z]+) proposed\b")
+_PARTNER = re.compile(rf"\b{_TITLE}([A-Z][a-z]+) and I\b|\b{_TITLE}([A-Z][a-z]+) proposed\b"
+                      rf"|\b(?:girlfriend|boyfriend|fiancée|fiancé|fiancee|fiance),? {_TITLE}([A-Z][a-z]+)")
 # whose status: the speaker ("I", "we", "X and I") or the one spoken to, unless a third person is named after them
 _FIRST = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|you|you're|you've)\b|\b[a-z]+ and i\b", re.IGNORECASE)
 _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|married|together|seeing|dating)\b",
@@ -59,7 +65,7 @@ _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|marrie
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a word every pattern above needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"split|broke|separate|divorce|finished|single|dat(?:ing|ed)|seeing|going out|been with"
-                  r"|together|met someone|engaged|proposed|married|courting", re.IGNORECASE)
+                  r"|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,8 @@ def partner_status(text: str) -> Status | None:
     found: Status | None = None
     for sentence, _, status, m in _statements(text):
         first = max((x.start() for x in _FIRST.finditer(sentence[:m.end()])), default=-1)  # "I'm" may open it
+        if m.group(0)[:3].lower() == "my ":
+            first = m.start()  # "my girlfriend Kadri": the speaker's
         if first >= 0 and first >= max((x.start() for x in THIRD.finditer(sentence[:m.start()])), default=-1):
             found = status  # else the nearest subject is not the speaker: "I think she's seeing someone"
     return found
