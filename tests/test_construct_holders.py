@@ -146,3 +146,11 @@ def test_a_new_engagement_changes_a_partner_told_by_a_possessive() -> None:
                          (2, 1, "Boris", "Boris", "want", "a new bike", "I want a new bike."),
                          (3, 2, "Ilka", "Ilka", "hope", "the mend", "We got engaged in September, Kadrie and me."))
     assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+def test_a_partner_had_or_still_with_a_named_one_and_a_role_on_a_named_line() -> None:
+    assert [(w[0], s.value) for w, _, s in statuses_of_others("My daughter Ines has a boyfriend now.")] == [
+        ("My daughter", SEEING)]
+    assert partner_status("I'm still with Dagmar, before you ask.") == Status(SEEING, None)
+    assert partner_status("I'm still with Hartley Brothers, the removals firm.") is None  # a firm has two names
+    assert job("Yes, I'm still a ticket inspector on the Fellbeck line.") == NamedState(frozenset({"Fellbeck"}), False)

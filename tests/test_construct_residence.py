@@ -27,6 +27,10 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("Now that I've got my own place by the harbour, I can have people over.", Home(frozenset(), True)),
     ("So you live out in Wrenfield now! Your sister said you moved in June.", Home(frozenset({"Wrenfield"}), True)),
     ("No, we relocated to Melbourne in August.", Home(frozenset({"Melbourne"}), True)),
+    ("I'm still above the chemist in Dunwade, still smelling of cough sweets.", Home(frozenset({"Dunwade"}), False)),
+    ("Yes, I'm still on Wagwell Row. The dryers keep me warm.", Home(frozenset({"Wagwell Row"}), False)),
+    ("I'm still lodging with my aunt on Finchley Lane in Grantby.", Home(frozenset({"Finchley Lane", "Grantby"}), False)),
+    ("We're still squeezed into Mum's spare room on Cobham Lane.", Home(frozenset({"Cobham Lane"}), False)),
 ])
 def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     assert home(text) == expected

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
 
-_NAMED = r"(?:[\w'’&-]+\s+){0,5}?(?:at|for|with|in)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:[A-Z]))"  # ... at a name
+_NAMED = r"(?:[\w'’&-]+\s+){0,5}?(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:[A-Z]))"  # ... at a name
 # a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
 _AT_NAME = r"(?:(?!to\b|it\b)[\w'’&-]+\s+){0,5}?(?:at|for)\s+(?:the\s+)?(?=(?-i:[A-Z]))"
 # verbs of a present habit that are not work (going, shopping, eating, meeting, liking somewhere), and the
@@ -80,10 +80,10 @@ def _patterns(g: Grammar) -> Patterns:
 
 
 _SELF, _OTHER = _patterns(SELF), _patterns(OTHER)
-_ORG = re.compile(r"\b(?:at|for|with|in)\s+(?:the\s+|a\s+|an\s+)?([A-Z][\w'’&-]*(?:\s+(?:[A-Z][\w'’&-]*|&|and"
+_ORG = re.compile(r"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?([A-Z][\w'’&-]*(?:\s+(?:[A-Z][\w'’&-]*|&|and"
                   r"(?=\s+(?!I\b)[A-Z])))*)")
 # a word every pattern needs: most turns have none and are passed over in one search
-_ANY = re.compile(r"\b(?:at|for|with|in|as)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
+_ANY = re.compile(r"\b(?:at|for|with|in|as|on)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
                   r"\bsince\b|retired|laid off",
                   re.IGNORECASE)
 Job = NamedState  # names: the organisations; begun: a new job

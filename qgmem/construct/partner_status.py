@@ -47,7 +47,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
              r"together\b|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?together\b"
-             r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"),
+             r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"
+             r"|\b(?:has|have|got|'s got|’s got|'ve got|’ve got)\s+a\s+(?:new\s+)?(?:boyfriend|girlfriend)\b"
+             r"|\b(?:i'm|i am|you're|you are|he's|she's|he is|she is)\s+still\s+with\s+(?-i:[A-Z][a-z]+)\b(?!\s+(?-i:[A-Z]))"),
 )) + (  # a named partner is capitalised, so this one keeps its case; "seeing Anna" alone is as often a meeting
     (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}[A-Z][a-z]+")),
     # a partner by a possessive: "my girlfriend Kadri", "his fiancée" (not "my ex-boyfriend")
@@ -65,7 +67,8 @@ _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|marrie
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a word every pattern above needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"split|broke|separate|divorce|finished|single|dat(?:ing|ed)|seeing|going out|been with"
-                  r"|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc", re.IGNORECASE)
+                  r"|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc|still with",
+                  re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ partner and I have moved into a two-bed flat in Hollerby"; "I'm still in my old 
 in Dunhallow now!"), and the old home is often in no triple the extractor keeps. English says the attribute itself,
 of the speaker or the one spoken to (`home`) and of third persons (`homes_of_others`: "He still lives on his own in
 the cottage at Penhallow Cross" -> "He's in Sedgecombe House now"): a verb of dwelling ("live", "rent", "share",
-"staying", "crashing"), being in a dwelling ("I'm in the top-floor flat", "we've been in the flat above the
-launderette"), a dwelling of one's own with a place ("my flat on Bellhanger Street"), or a move ("moved in with my
+"staying", "crashing", "lodging"), being in a dwelling ("I'm in the top-floor flat", "we've been in the flat above the
+launderette"), above a shop ("I'm still above the chemist"), still in a named place ("I'm still on Wagtail Row"), a dwelling of one's own with a place ("my flat on Bellhanger Street"), or a move ("moved in with my
 brother", "got the keys to a studio", "signed for a terrace", "my new room in Fallowmere"). Its value is the
 capitalised places after a preposition ("Lindell Court"). Being in a named place told as the present one is read
 weakly ("So you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther
@@ -46,12 +46,17 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{g.poss} new\s+(?:{_DWELLING}|address)\b",
         re.IGNORECASE)
     stay = re.compile(
-        rf"\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:live|lives|lived|living|rent|rents|renting|rented)\s+"
+        rf"\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:live|lives|lived|living|rent|rents|renting|rented|lodging|lodges)\s+"
         rf"(?:out\s+|up\s+|down\s+)?(?:in|on|at|above|over|near|with)\b"
         rf"|\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:rent|rents|renting|rented|share|shares|sharing|staying|crashing)\s+"
         rf"(?:in\s+|at\s+)?{_DET}\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
         rf"|\b{s}(?:{g.be}|{g.have} been| was| were)\s+(?:still\s+|now\s+|been\s+|just\s+)*(?:in|on)\s+{_DET}\s+"
         rf"(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
+        # above or over a shop ("I'm still above the chemist in Dunwold"), still in or on a named place ("I'm still on
+        # Wagtail Row"), squeezed into a room
+        rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+)?(?:above|over)\s+(?:the|a)\s+\w+"
+        rf"|\b{s}(?:{g.be}|{g.have} been)\s+still\s+(?:in|on)\s+(?=(?-i:[A-Z]))"
+        rf"|\b{s}{g.be}\s+(?:still\s+)?(?:squeezed|squashed|crammed)\s+into\b"
         + (rf"|^\s*(?:still|now)\s+in\s+the\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b" if g.fragments else "")
         + rf"|\b{g.poss}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:[A-Z]))",  # a name
         re.IGNORECASE)
@@ -68,7 +73,8 @@ _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:t
                     r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"liv|rent|shar|stay|crash|flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|"
-                  r"apartment|lodge|caravan|maisonette|digs|home|floor|mov|reloc|address|now|since|gone", re.IGNORECASE)
+                  r"apartment|lodg|caravan|maisonette|digs|home|floor|mov|reloc|address|now|since|gone|above|over|still"
+                  r"|into", re.IGNORECASE)
 Home = NamedState  # names: the places; begun: a move
 
 
