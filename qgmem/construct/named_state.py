@@ -52,7 +52,8 @@ def _person_nouns() -> str:
 SELF = Grammar(subject=r"(?:i|we|you|[a-z]+ and i)", be=r"(?:'m|’m|'re|’re| am| are)", have=r"(?:'ve|’ve| have)",
                poss=r"(?:my|our|your)", obj="me", habit=r"(?:i|we|[a-z]+ and i)", fragments=True)
 # a third person: a pronoun, a person noun of a speaker ("my dad", "your big sister", "Mum"), or a name
-_NAME_SUBJECT = r"(?!(?:we|you|it|my|our|your|this|that|there|here)\b)(?-i:[A-Z][a-z]+)(?:\s+and\s+(?:him|her|(?-i:[A-Z][a-z]+)))?"
+_NAME_SUBJECT = (r"(?!(?:we|you|it|my|our|your|this|that|there|here)\b)(?-i:[A-Z][a-z]+)"
+                 r"(?:\s+and\s+(?:him|her|(?-i:[A-Z][a-z]+)))?")
 THIRD_SUBJECT = (rf"(?:he|she|they|(?:my|your|our)\s+(?:(?:little|big|older|younger|eldest|youngest|new|old)\s+)?"
                  rf"{_person_nouns()}s?|{_NAME_SUBJECT})")
 OTHER = Grammar(subject=THIRD_SUBJECT, be=r"(?:'s|’s| is|'re|’re| are)", have=r"(?:'s|’s| has|'ve|’ve| have)",
@@ -98,8 +99,9 @@ def _same(a: str, b: str) -> bool:
 
 
 # a tag after a statement ("..., did I tell you?", "..., didn't I say?", "..., isn't it?"): still a statement
-_TAG = re.compile(r",\s*(?:did|didn't|didn’t|do|don't|don’t|have|haven't|haven’t|is|isn't|isn’t|was|wasn't|wasn’t|"
-                  r"are|aren't|aren’t)\s+(?:i|you|we|he|she|it|they)(?:\s+(?:tell|say|mention)(?:\s+you)?)?\s*\?\s*$",
+_TAG = re.compile(r",\s*(?:did|didn't|didn’t|do|don't|don’t|have|haven't|haven’t|is|isn't|isn’t|was|wasn't|"
+                  r"wasn’t|are|aren't|aren’t)\s+(?:i|you|we|he|she|it|they)"
+                  r"(?:\s+(?:tell|say|mention)(?:\s+you)?)?\s*\?\s*$",
                   re.IGNORECASE)
 
 

@@ -49,7 +49,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
              r"together\b|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?together\b"
              r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"
              r"|\b(?:has|have|got|'s got|’s got|'ve got|’ve got)\s+a\s+(?:new\s+)?(?:boyfriend|girlfriend)\b"
-             r"|\b(?:i'm|i am|you're|you are|he's|she's|he is|she is)\s+still\s+with\s+(?-i:[A-Z][a-z]+)\b(?!\s+(?-i:[A-Z]))"),
+             r"|\b(?:i'm|i am|you're|you are|he's|she's|he is|she is)\s+still\s+with\s+(?-i:[A-Z][a-z]+)\b"
+             r"(?!\s+(?-i:[A-Z]))"),
 )) + (  # a named partner is capitalised, so this one keeps its case; "seeing Anna" alone is as often a meeting
     (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}[A-Z][a-z]+")),
     # a partner by a possessive: "my girlfriend Kadri", "his fiancée" (not "my ex-boyfriend")

@@ -6,16 +6,17 @@ partner and I have moved into a two-bed flat in Hollerby"; "I'm still in my old 
 in Dunhallow now!"), and the old home is often in no triple the extractor keeps. English says the attribute itself,
 of the speaker or the one spoken to (`home`) and of third persons (`homes_of_others`: "He still lives on his own in
 the cottage at Penhallow Cross" -> "He's in Sedgecombe House now"): a verb of dwelling ("live", "rent", "share",
-"staying", "crashing", "lodging"), being in a dwelling ("I'm in the top-floor flat", "we've been in the flat above the
-launderette"), above a shop ("I'm still above the chemist"), still in a named place ("I'm still on Wagtail Row"), a dwelling of one's own with a place ("my flat on Bellhanger Street"), or a move ("moved in with my
-brother", "got the keys to a studio", "signed for a terrace", "my new room in Fallowmere"). Its value is the
-capitalised places after a preposition ("Lindell Court"). Being in a named place told as the present one is read
-weakly ("So you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther
-Quay"): it may be a stay, so it changes a home told with a name and is no home to change; "my new address" is a
-move. Two statements of one person in different sessions are a change of home when the later one is a move to other
-places, or names places the earlier one does not (construct/named_state.py reads both attributes told with a name,
-this one and work). Not read, beside what that module says: a stay somewhere ("I'm in Paris this week": no dwelling,
-no verb of dwelling). General English, no benchmark or fixture vocabulary.
+"staying", "crashing", "lodging"), being in a dwelling ("I'm in the top-floor flat", "we've been in the flat above
+the launderette"), above a shop ("I'm still above the chemist"), still in a named place ("I'm still on Wagtail
+Row"), a dwelling of one's own with a place ("my flat on Bellhanger Street"), or a move ("moved in with my brother",
+"got the keys to a studio", "signed for a terrace", "my new room in Fallowmere"). Its value is the capitalised
+places after a preposition ("Lindell Court"). Being in a named place told as the present one is read weakly ("So
+you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther Quay"): it may
+be a stay, so it changes a home told with a name and is no home to change; "my new address" is a move. Two
+statements of one person in different sessions are a change of home when the later one is a move to other places, or
+names places the earlier one does not (construct/named_state.py reads both attributes told with a name, this one and
+work). Not read, beside what that module says: a stay somewhere ("I'm in Paris this week": no dwelling, no verb of
+dwelling). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
