@@ -31,12 +31,17 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("Yes, I'm still on Wagwell Row. The dryers keep me warm.", Home(frozenset({"Wagwell Row"}), False)),
     ("I'm still lodging with my aunt on Finchley Lane in Grantby.", Home(frozenset({"Finchley Lane", "Grantby"}), False)),
     ("We're still squeezed into Mum's spare room on Cobham Lane.", Home(frozenset({"Cobham Lane"}), False)),
+    ("I've been at my sister's farm in Wraybury since September.", Home(frozenset({"Wraybury"}), False)),
+    ("Since we left the farm for a bungalow in Jessop in January, I drive.", Home(frozenset({"Jessop"}), True)),
+    ("New address for your book: 7 Glebe Close, Tivington.", Home(frozenset(), True)),
+    ("I'm back with my parents' for a bit.", Home(frozenset(), True)),
 ])
 def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     assert home(text) == expected
 
 
 @pytest.mark.parametrize("text", [
+    "I'm back at work on Monday.",  # back at a workplace, not at a family's home
     "Do you still live in Leeds?",  # a question
     "We'd love to move to the coast.", "I don't live there any more.",  # a wish, a negation
     "My sister has moved to Leeds.", "They've got a bungalow in Saltcombe Bay.",  # a third person's home

@@ -8,15 +8,16 @@ of the speaker or the one spoken to (`home`) and of third persons (`homes_of_oth
 the cottage at Penhallow Cross" -> "He's in Sedgecombe House now"): a verb of dwelling ("live", "rent", "share",
 "staying", "crashing", "lodging"), being in a dwelling ("I'm in the top-floor flat", "we've been in the flat above
 the launderette"), above a shop ("I'm still above the chemist"), still in a named place ("I'm still on Wagtail
-Row"), a dwelling of one's own with a place ("my flat on Bellhanger Street"), or a move ("moved in with my brother",
-"got the keys to a studio", "signed for a terrace", "my new room in Fallowmere"). Its value is the capitalised
-places after a preposition ("Lindell Court"). Being in a named place told as the present one is read weakly ("So
-you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther Quay"): it may
-be a stay, so it changes a home told with a name and is no home to change; "my new address" is a move. Two
-statements of one person in different sessions are a change of home when the later one is a move to other places, or
-names places the earlier one does not (construct/named_state.py reads both attributes told with a name, this one and
-work). Not read, beside what that module says: a stay somewhere ("I'm in Paris this week": no dwelling, no verb of
-dwelling). General English, no benchmark or fixture vocabulary.
+Row"), at a relative's for a while ("I've been at my sister's farm since May"), a dwelling of one's own with a place
+("my flat on Bellhanger Street"), or a move ("moved in with my brother", "got the keys to a studio", "signed for a
+terrace", "my new room in Fallowmere", "new address: ...", "we left the farm for a bungalow in Jessington", "she's
+back at Mum and Dad's"). Its value is the capitalised places after a preposition ("Lindell Court"). Being in a named
+place told as the present one is read weakly ("So you're out in Drummock Vale now!", "we've been in Cardiff since
+April", "you've gone over to Lowther Quay"): it may be a stay, so it changes a home told with a name and is no home
+to change; "my new address" is a move. Two statements of one person in different sessions are a change of home when
+the later one is a move to other places, or names places the earlier one does not (construct/named_state.py reads
+both attributes told with a name, this one and work). Not read, beside what that module says: a stay somewhere ("I'm
+in Paris this week": no dwelling, no verb of dwelling). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+)*(?:got|bought|found|signed for|took|taken)\s+"
         rf"(?:the keys to\s+)?(?:a|an|{g.poss} own|{g.poss}|a little|a new)\s+(?:[\w'’-]+\s+){{0,2}}?"
         rf"{_DWELLING}\b(?!\s+to\b)"  # not "found a place to chill"
-        rf"|\b{g.poss} new\s+(?:{_DWELLING}|address)\b",
+        rf"|\b{g.poss} new\s+(?:{_DWELLING}|address)\b"
+        + (r"|^\s*(?:my\s+)?new address\b" if g.fragments else "")  # "New address for your book: 7 Glebe Close"
+        # left one home for another ("since we left the farm for a bungalow in Jessington"), back at a family's home
+        + rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)?left\s+(?:the|our|my|his|her|their)\s+(?:[\w'’-]+\s+){{0,2}}?"
+        rf"for\s+(?:a|an|the)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\b"
+        rf"|\b{s}{g.be}\s+(?:now\s+)?back\s+(?:at|with)\s+(?:(?:my|our|his|her|their)\s+)?(?:[a-z]+\s+and\s+)?"
+        rf"[a-z]+(?:['’]s\b|s['’](?!\w))",
         re.IGNORECASE)
     stay = re.compile(
         rf"\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:live|lives|lived|living|rent|rents|renting|rented|lodging|lodges)\s+"
@@ -58,6 +65,8 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+)?(?:above|over)\s+(?:the|a)\s+\w+"
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+still\s+(?:in|on)\s+(?=(?-i:[A-Z]))"
         rf"|\b{s}{g.be}\s+(?:still\s+)?(?:squeezed|squashed|crammed)\s+into\b"
+        # at a relative's for a while ("I've been at my sister's farm in Wrayford since September")
+        rf"|\b{s}(?:{g.have} been|{g.be}\s+still)\s+at\s+(?:my|our|his|her|their)\s+[a-z]+(?:['’]s\b|s['’](?!\w))"
         + (rf"|^\s*(?:still|now)\s+in\s+the\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b" if g.fragments else "")
         + rf"|\b{g.poss}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:[A-Z]))",  # a name
         re.IGNORECASE)
@@ -73,9 +82,9 @@ _SELF, _OTHER = _patterns(SELF), _patterns(OTHER)
 _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:the\s+)?"
                     r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
 # a word every pattern needs: most turns have none and are passed over in one search
-_ANY = re.compile(r"liv|rent|shar|stay|crash|flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|"
-                  r"apartment|lodg|caravan|maisonette|digs|home|floor|mov|reloc|address|now|since|gone|above|over|still"
-                  r"|into", re.IGNORECASE)
+_ANY = re.compile(r"liv|rent|shar|stay|crash|flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|back|been|"
+                  r"left|apartment|lodg|caravan|maisonette|digs|home|floor|mov|reloc|address|now|since|gone|above|over|"
+                  r"still|into", re.IGNORECASE)
 Home = NamedState  # names: the places; begun: a move
 
 
