@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from qgmem.construct.disposal import Disposal, disposal
+from qgmem.construct.disposal import Disposal, disposal, held_before, holding
 from tests.test_construct_turn_changes import _changed, _chat
 
 
@@ -31,6 +31,9 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("My scooter was stolen from outside the library.", Disposal("My scooter", False)),
     ("The Kittiwake has a new owner, a lad from the harbour.", Disposal("The Kittiwake", False)),
     ("A collector drove off with my records!", Disposal("my records", False)),
+    ("Kipperley lives on a farm now, with a lad who keeps ferrets.", Disposal("Kipperley", False)),
+    ("I swapped it for a little camper van in June.", Disposal("it", True)),
+    ("My brother took him in March.", Disposal("him", True)),
     ("The lady next door took the freezer off my hands.", Disposal("the freezer", False)),
     ("My nephew has it now, he loves it.", Disposal("it", True)),
     ("Somebody nicked it from the bike shed.", Disposal("it", True)),
@@ -99,4 +102,30 @@ def test_a_named_thing_gone_elsewhere_links_by_its_name() -> None:
     gone = (3, 2, "Ilse", "Ilse", "have", "a big garden",
             "Biscuit's gone to my cousin's farm. She has a big garden and he's calmer.")
     units, texts = _chat(dog, small_talk, gone)  # "Biscuit's" is "Biscuit has": the name is the shared word
+    assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+@pytest.mark.parametrize("text, number", [
+    ("I've still got the old motorbike. She could arrive in style.", "one"),
+    ("I've got two rabbits, Clover and Dumpling, and they chew everything.", "many"),
+    ("We still have it, yes.", "one"), ("I've had that dinghy since I was twelve.", "one"),
+    ("I've got to go.", None), ("I have a question.", None), ("I've got a new neighbour who sings.", None),
+    ("Have you still got the van?", None), ("I've never had a car.", None),
+])
+def test_having_a_thing_is_read_with_how_many(text: str, number: str | None) -> None:
+    assert holding(text) == number
+
+
+def test_a_thing_left_by_a_pronoun_is_what_that_person_last_said_they_had() -> None:
+    earlier = [("It rained all week.", "b"), ("We still have it, yes.", "a")]  # latest first
+    assert held_before("We sold it in July, to a couple from Ulverby.", earlier) == "a"
+    assert held_before("They live at my brother's farm now.", earlier) is None  # not a disposal by a pronoun
+    assert held_before("Somebody took them last week.", earlier) is None  # several things; "it" was one
+    assert held_before("We sold the caravan in July.", earlier) is None  # named: its words link it
+
+
+def test_a_sale_by_a_pronoun_links_the_thing_had_in_an_earlier_session() -> None:
+    units, texts = _chat((1, 1, "Ilka", "Ilka", "have", "it", "We still have it, yes. We spend most holidays there."),
+                         (2, 1, "Boris", "Boris", "want", "a new bike", "I want a new bike."),
+                         (3, 2, "Ilka", "Ilka", "sell", "it", "We sold it in July, to a couple from Ulverby."))
     assert _changed(units, texts) == [("n/u1", "n/u3")]

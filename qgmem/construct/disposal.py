@@ -8,22 +8,27 @@ reading here is of the sentence's grammar only, general English: the owner sells
 away ("we sold it", "I got rid of the car", "gave him away", "we rehomed her", "traded the Renault in"), or the
 thing goes to someone or somewhere ("the
 Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt's", "it belongs to my nephew",
-"the Velmont paid for the new roof", "my bike was stolen", "the Puffin has a new owner"), or someone takes it
+"the Velmont paid for the new roof", "my bike was stolen", "the Puffin has a new owner", "Kipper lives on a farm
+now"), or someone takes it
 away or has it now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with
 your records", "somebody nicked it", "a neighbour took the freezer off my hands", "my brother has it now").
 Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell it"), a person going
 somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names), the speaker having it ("I
-have it now").
+have it now"). When a pronoun names the thing and no word of the dialogue does ("We sold it in July."), it is what
+the same person last said they had (`holding`: "We still have it, yes.", "I've got two rabbits"; `held_before`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from qgmem.words import load_table
 
+T = TypeVar("T")
 _PRONOUN = re.compile(r"^(?:it|him|her|them|one)$", re.IGNORECASE)
 # the thing, where a pattern names it: a pronoun, "the/my <noun>", or a capitalised name (kept case-sensitive)
 _THING = (r"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:old )?[A-Za-z]+"
@@ -34,6 +39,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"(?:sold|scrapped|got rid of|traded in|part-exchanged|rehomed|re-homed|donated)\s+{_THING}",
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:traded|part-exchanged)\s+{_THING}\s+in\b",
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:gave|given)\s+{_THING}\s+away\b",
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:swapped|exchanged)\s+{_THING}\s+for\b",
     r"^\s*(?:[Ss]old|[Ss]crapped)\b(?!\s+out)",  # "Sold in March." (the thing left out)
     # the thing goes
     rf"\b{_THING}(?:'s|’s| has| had)?\s+(?:gone|went)\s+(?:to|for)\b(?!\s+(?:me|us)\b)",  # "went to me": got
@@ -42,12 +48,14 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b{_THING}\s+paid\s+for\b",
     rf"\b{_THING}\s+(?:was|were|got|has\s+been|'s\s+been|’s\s+been)\s+(?:stolen|nicked|written\s+off)\b",
     rf"\b{_THING}\s+has\s+a\s+new\s+owner\b",
+    rf"\b{_THING}\s+(?:now\s+)?lives\s+(?:with|at|on|in)\b[^.!?;]*\bnow\b",  # "Kipper lives on a farm now"
     rf"\b{_THING}(?:'s|’s| has| is)\s+gone(?=\s*(?:[.;!]|$)|,?\s+too\b)",  # "the hatchback's gone, too"
     # someone takes it away, or has it now
     rf"\b(?:towed|drove|took|carted|hauled)\s+{_THING}\s+away\b",
     rf"\b(?:drove|ran|went|made)\s+off\s+with\s+{_THING}",
     rf"\b(?:nicked|stole|pinched|swiped)\s+{_THING}",
     rf"\btook\s+{_THING}\s+off\s+(?:my|our)\s+hands\b",
+    r"(?<![Ii] )(?<![Ww]e )\b(?:took|adopted)\s+(?P<thing>it|him|her|them)\s+(?:in\s+(?-i:[A-Z])\w+|last\s+\w+)\b",
     r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )\b(?:has|have)\s+(?:got\s+)?(?P<thing>it|him|her|them)\s+now\b",
     r"\bcame\s+(?:round\s+)?for\s+(?P<thing>it)\b",
 ))
@@ -57,7 +65,7 @@ _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bm
 # a word every pattern needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"sold|scrapped|rid of|traded|exchanged|gave|given|gone|went|belongs|paid for|away|came|stole|"
                   r"nicked|pinched|swiped|written off|new owner|off with|hands|(?:it|him|her|them)\s+now|rehomed|"
-                  r"re-homed|donated",
+                  r"re-homed|donated|lives|swapped|exchanged|took|adopted",
                   re.IGNORECASE)
 
 
@@ -82,4 +90,49 @@ def disposal(sentence: str, people: frozenset[str] = frozenset()) -> Disposal | 
         if head in people or head.lower() in _PERSONS or head.lower().rstrip("s") in _PERSONS:
             continue
         return Disposal(thing, not thing or bool(_PRONOUN.match(thing)))
+    return None
+
+
+# the speaker has a thing: "I've still got the old motorbike", "I've got two rabbits", "We still have it", "I've had
+# that dinghy since I was twelve" (not "I've got to go", "I have a question", "I had a great time")
+_HOLDING = re.compile(
+    r"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)\s+(?:still\s+|finally\s+|just\s+|now\s+)?(?:got|had)\s+"
+    r"(?P<thing>(?:a|an|the|that|this|my|our|two|three|four|five|\d+)\s+[^.,;!?]+|it|him|her|them)"
+    r"|\b(?:[Ii]|[Ww]e)\s+(?:still\s+)?(?:have|own)\s+(?P<still>it|him|her|them)\b")
+_MANY = re.compile(r"^(?:them|(?:two|three|four|five|\d+)\s|\w+\s+\w+s$|\w+s$)")
+
+
+@lru_cache(maxsize=200_000)
+def disposed(text: str, people: frozenset[str] = frozenset()) -> str | None:
+    """"one", "many" or "any" when a sentence of the text tells a thing by a pronoun, or by nothing, left its
+    owner ("We sold it.": one; "They live at my brother's farm now": many; "Sold in March.": any), else None."""
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        d = disposal(sentence, people)
+        if d is not None and d.by_reference:
+            return {"": "any", "them": "many"}.get(d.thing.lower(), "one")
+    return None
+
+
+def held_before(text: str, earlier: Iterable[tuple[str, T]], people: frozenset[str] = frozenset()) -> T | None:
+    """When a thing left its owner by a pronoun and no word of the text names it ("We sold it in July."): the key
+    of the first of `earlier` (the same person's turns of earlier sessions, latest first, as (text, key)) that says
+    they have one, or several for "them" ("We still have it, yes."; "I've got two rabbits")."""
+    number = disposed(text, people)
+    if number is None:
+        return None
+    return next((key for said, key in earlier if (got := holding(said)) is not None and number in ("any", got)), None)
+
+
+@lru_cache(maxsize=200_000)
+def holding(text: str) -> str | None:
+    """"one" or "many" when a statement of the text says the speaker has a thing (one or several: "two rabbits",
+    "them"), else None: what a later "we sold it" or "they live at my brother's now" may have ended."""
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        m = _HOLDING.search(sentence)
+        if m is None or sentence.rstrip().endswith("?") or _NEGATED.search(sentence[:m.start()]):
+            continue
+        thing = (m.group("thing") or m.group("still") or "").strip()
+        if any(w in _PERSONS for w in thing.lower().split()[:4]):
+            continue  # "I've got a new neighbour": a person
+        return "many" if _MANY.match(thing.lower()) and not thing.lower().startswith(("a ", "an ")) else "one"
     return None

@@ -73,8 +73,8 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # end or a retiming stands for; 5: a change of partner status, partner_status.py; 6: a habit at a named organisation
 # is a job even where the verb ends an ownership, "I sell cars at X"; 7: a thing leaving its owner; 8: home; 9: job;
 # 10: leaving a group; 11: a plan called off; 12: an answer holds its question; 13: third persons, holders.py; 14:
-# an update of only the other speaker's words moves to the state the turn's words name)
-TRACE_VERSION = 14
+# an update of only the other speaker's words moves to the state the turn's words name; 15: a thing had, then sold)
+TRACE_VERSION = 15
 
 
 @dataclass

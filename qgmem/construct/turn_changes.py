@@ -1,38 +1,38 @@
 """Changes a whole turn tells when none of its triples carries them (rule path of QGMem §III-A2).
 
-The rule extractor keeps one claim per clause, and often not the clause that changes a state: "I finally
-did it, I handed in my notice at the ferry terminal. Friday was my last shift." gives (X | do | it) and
-(Friday | be | my last shift), so no unit of the turn says what ended. The turn as a whole still does: a
-sentence of it tells a change (a marker such as "now", "instead", "no longer", "anymore"; a departure or a
-retiming; a phrasal verb or a noun of the word table that ends or changes a state, "dropped out", "my
-notice"; a unit relation of that kind, which holds an irregular verb's lemma) and shares its words with the
-claim of a unit of the same person told in an earlier session ("I sell tickets at the Harwick ferry
-terminal"). One of the turn's units then links that unit as a change of its state (construct/traces.py
-places and orders the pair).
+The rule extractor keeps one claim per clause, and often not the clause that changes a state: "I finally did it, I
+handed in my notice at the ferry terminal. Friday was my last shift." gives (X | do | it) and (Friday | be | my last
+shift), so no unit of the turn says what ended. The turn as a whole still does: a sentence of it tells a change (a
+marker such as "now", "instead", "no longer", "anymore"; a departure or a retiming; a phrasal verb or a noun of the
+word table that ends or changes a state, "dropped out", "my notice"; a unit relation of that kind, which holds an
+irregular verb's lemma) and shares its words with the claim of a unit of the same person told in an earlier session
+("I sell tickets at the Harwick ferry terminal"). One of the turn's units then links that unit as a change of its
+state (construct/traces.py places and orders the pair).
 
-Words are content stems without the change markers, plus a token per kind of time a sentence names (a
-weekday, a month, a clock time, a number), so "moved it to September instead" meets "going to Sardinia in
-July". A link needs a shared word specific to few turns of the namespace, so in a long conversation a word
-every turn uses links nothing; among the candidates the summed inverse turn frequency of the shared words
-decides, the latest on a tie. The person is the speaker, or the one spoken to when the change is a claim
-about "you" ("So you're giving tours at the observatory now!"). Bare verbs in a turn's words are not read:
-in chat "changing", "pushing", "stop" mostly change nothing.
+Words are content stems without the change markers, plus a token per kind of time a sentence names (a weekday, a
+month, a clock time, a number), so "moved it to September instead" meets "going to Sardinia in July". A link needs a
+shared word specific to few turns of the namespace, so in a long conversation a word every turn uses links nothing;
+among the candidates the summed inverse turn frequency of the shared words decides, the latest on a tie. The person
+is the speaker, or the one spoken to when the change is a claim about "you" ("So you're giving tours at the
+observatory now!"). Bare verbs in a turn's words are not read: in chat "changing", "pushing", "stop" mostly change
+nothing.
 
-Three attributes need no shared word: partner status (construct/partner_status.py), home
-(construct/residence.py) and job (construct/occupation.py). A turn that tells a person's status (single,
-seeing someone, engaged, married), home or workplace other than the one that person last told in an earlier
-session links that turn, as "I'm single" -> "we've been together since March", "I rent a bedsit on Quayle
-Road" -> "we've moved into a flat in Hollerby" or "I fix buses at the Stanway depot" -> "I've started an
-apprenticeship with Pendry and Daughters" share nothing else. The same holds for a third person's
-("My dad's still at the boatyard in Tolverne" -> "How's your dad?" "He retired at the end of May."): who they are
-comes from the words of the dialogue (construct/holders.py), keyed across sessions by "<speaker>'s dad" or a name.
+Three attributes need no shared word: partner status (construct/partner_status.py), home (construct/residence.py)
+and job (construct/occupation.py). A turn that tells a person's status (single, seeing someone, engaged, married),
+home or workplace other than the one that person last told in an earlier session links that turn, as "I'm single" ->
+"we've been together since March", "I rent a bedsit on Quayle Road" -> "we've moved into a flat in Hollerby" or "I
+fix buses at the Stanway depot" -> "I've started an apprenticeship with Pendry and Daughters" share nothing else.
+The same holds for a third person's ("My dad's still at the boatyard in Tolverne" -> "How's your dad?" "He retired
+at the end of May."): who they are comes from the words of the dialogue (construct/holders.py), keyed across
+sessions by "<speaker>'s dad" or a name.
 
-A thing leaving its owner (construct/disposal.py: "we sold it", "it belongs to my nephew now") tells a change
-too, as does someone leaving a group or a pastime, or the group ending (construct/leaving.py: "I dropped it in
-October", "the club folded"), and a plan called off or put back (construct/called_off.py: "we've cancelled",
-"they've put Ravensby off until May"). When it names the thing by a pronoun, a common noun or not at all, the
-thing is what the turn or the question just before it names ("Where's the tandem?" -> "We sold it."; "Still
-fencing at Greyfold?" -> "No, I dropped it."), so those words join the turn's change words.
+A thing leaving its owner (construct/disposal.py: "we sold it", "it belongs to my nephew now") tells a change too,
+as does someone leaving a group or a pastime, or the group ending (construct/leaving.py: "I dropped it in October",
+"the club folded"), and a plan called off or put back (construct/called_off.py: "we've cancelled", "they've put
+Ravensby off until May"). When it names the thing by a pronoun, a common noun or not at all, the thing is what the
+turn or the question just before it names ("Where's the tandem?" -> "We sold it."; "Still fencing at Greyfold?" ->
+"No, I dropped it."), so those words join the turn's change words; when no word names it, it is what that person
+last said they had ("We still have it, yes." -> "We sold it in July.").
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from qgmem.construct.called_off import called_off
-from qgmem.construct.disposal import disposal
+from qgmem.construct.disposal import disposal, held_before
 from qgmem.construct.leaving import leaving
 from qgmem.construct.holders import Persons
 from qgmem.construct.named_state import merge
@@ -111,10 +111,9 @@ def _change_words() -> frozenset[str]:
 
 @lru_cache(maxsize=200_000)
 def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
-    """A claim (not a question) with a marker ("now", "instead", "no longer"; "new" only before a state's
-    noun: "my new job"; not "for five years now" or "I can play two songs now"), a retiming, a departure or
-    a beginning at a date ("since October") told in it, or a relation or noun of the word table that ends or
-    changes a state, not negated."""
+    """A claim (not a question) with a marker ("now", "instead", "no longer"; "new" only before a state's noun: "my new
+    job"; not "for five years now" or "I can play two songs now"), a retiming, a departure or a beginning at a date
+    ("since October") told in it, or a relation or noun of the word table that ends or changes a state, not negated."""
     if sentence.rstrip().endswith("?"):
         return False
     c = read_cues(sentence, speaker, "", "")
@@ -147,10 +146,10 @@ def _negation(token: str) -> bool:
 @lru_cache(maxsize=20_000)  # whole turns as keys: a 10,000-turn namespace fits, a long one's memory stays bounded
 def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table: StateTable,
                       people: frozenset[str]) -> tuple[tuple[str, ...], bool]:
-    """(The sentences of a turn that tell a change, whether one of them tells a thing leaving its owner, a
-    person leaving a group or a plan called off by a pronoun or by nothing: "We sold it.", "I dropped it.").
-    The whole turn when one of its units' relations (which hold an irregular verb's lemma: "broke up" ->
-    "break up") ends or changes a state. Remembered: a namespace's turns are read again whenever it grows."""
+    """(The sentences of a turn that tell a change, whether one of them tells a thing leaving its owner, a person
+    leaving a group or a plan called off by a pronoun or by nothing: "We sold it.", "I dropped it."). The whole turn
+    when one of its units' relations (which hold an irregular verb's lemma: "broke up" -> "break up") ends or
+    changes a state. Remembered: a namespace's turns are read again whenever it grows."""
     sentences = _SENTENCE.split(text)
     gone = [disposal(x, people) or leaving(x, people) or called_off(x, people) for x in sentences]
     by_reference = any(d is not None and d.by_reference for d in gone)
@@ -182,8 +181,8 @@ def _time_kinds(text: str, speaker: str) -> frozenset[str]:
 
 
 def _person(turn: _Turn, text: str, other: str | None) -> str:
-    """Whose state `text` tells: `other` (the latest other speaker) for a claim about "you" only, else the
-    turn's speaker."""
+    """Whose state `text` tells: `other` (the latest other speaker) for a claim about "you" only, else the turn's
+    speaker."""
     low = text.lower()
     if other and _SECOND_PERSON.search(low) and not _FIRST_PERSON.search(_HEARSAY.sub("", low)):
         return other
@@ -274,18 +273,22 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
                 key = (sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
                 if best is None or key > best:
                     best = key
-        if best is not None and free:
-            out.update(_change_link(units, t, free, -best[2], updates, said))
-        elif best is not None:
-            out.update(_retarget(units, t, -best[2], updates, said))
+        held = None
+        if best is None:  # a thing left by a pronoun no word names: what that person last said they had
+            held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in reversed(order[:k])
+                                                  if o.session != t.session and person[o.id] == changer[t.id]), people)
+        target = -best[2] if best is not None else _best_unit(units, held.units, t.words) if held else None
+        if target is not None:
+            out.update(_change_link(units, t, free, target, updates, said) if free else
+                       _retarget(units, t, target, updates, said))
     for i, got in _attribute_links(units, order, person, turn_texts, updates, said).items():
         out.setdefault(i, got)
     return out
 
 
 def _unclaimed(t: _Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]) -> frozenset[str]:
-    """Words of the turn's statements that no unit's claim holds ("Still bass in the Tinderbox Saints." beside
-    the unit of "We've got a gig at the Drover on Saturday."): the turn's units state them too."""
+    """Words of the turn's statements that no unit's claim holds ("Still bass in the Tinderbox Saints." beside the unit
+    of "We've got a gig at the Drover on Saturday."): the turn's units state them too."""
     claims = [sentence(units[r].text, units[r].speaker) for r in t.units]
     rest = [x for x in _SENTENCE.split(text) if not x.rstrip().endswith("?")
             and not any(c and (c in x or x.strip() in c) for c in claims)]
@@ -293,11 +296,11 @@ def _unclaimed(t: _Turn, units: list[AtomicUnit], text: str, skip: frozenset[str
 
 
 def _answered(order: list[_Turn], turn_texts: Mapping[str, str], before: Mapping[str, str]) -> dict[str, str]:
-    """{answer turn: the question turn just before it}: a turn of questions only ("Are you still doing the
-    Italian night class?") answered by the next turn, of the other speaker ("Yes, I go on Mondays at the
-    college"). The answer is the state; the question names what it is about. A question opens as one ("Are",
-    "Still", "And", a wh-word) or is a few words; not one that opens with what the asker tells ("I also have a
-    grey parrot called Admiral, is a dehumidifier safe for him?", "Thursday's tricky, ..., so maybe Friday?")."""
+    """{answer turn: the question turn just before it}: a turn of questions only ("Are you still doing the Italian
+    night class?") answered by the next turn, of the other speaker ("Yes, I go on Mondays at the college"). The
+    answer is the state; the question names what it is about. A question opens as one ("Are", "Still", "And", a
+    wh-word) or is a few words; not one that opens with what the asker tells ("I also have a grey parrot called
+    Admiral, is a dehumidifier safe for him?", "Thursday's tricky, ..., so maybe Friday?")."""
     speaker = {t.id: t.speaker for t in order}
     out = {}
     for t in order:
@@ -311,8 +314,8 @@ def _answered(order: list[_Turn], turn_texts: Mapping[str, str], before: Mapping
 
 def _change_link(units: list[AtomicUnit], t: _Turn, free: list[int], target: int, updates: Mapping[int, set[int]],
                  said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
-    """{the unit of `t` (one of `free`) that meets `target`'s words most: (target, "change")}, or nothing when
-    an update of the turn already supersedes `target`."""
+    """{the unit of `t` (one of `free`) that meets `target`'s words most: (target, "change")}, or nothing when an
+    update of the turn already supersedes `target`."""
     if any(target in updates[r] for r in t.units if r in updates):
         return {}
     return {_best_unit(units, free, said.get(target, frozenset())): (target, "change")}
@@ -348,10 +351,10 @@ _ATTRIBUTES: tuple[tuple[Callable[[str], _Value | None], Others, Callable[[list[
 def _attribute_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[str, str],
                      turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
                      said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
-    """Changes of partner status, home and job (see the module docstring): a turn whose value for a person
-    differs from the latest value of that person told in an earlier session links that turn's unit, whatever
-    words the two share ("I'm single" -> "we've been together since March"; "My dad's at the boatyard" ->
-    "How's your dad?" "He retired in May.")."""
+    """Changes of partner status, home and job (see the module docstring): a turn whose value for a person differs from
+    the latest value of that person told in an earlier session links that turn's unit, whatever words the two share
+    ("I'm single" -> "we've been together since March"; "My dad's at the boatyard" -> "How's your dad?" "He retired
+    in May.")."""
     out: dict[int, tuple[int, str]] = {}
     persons = Persons(turn_texts, {t.id: t.speaker for t in order})
     for read, read_others, combine in _ATTRIBUTES:
