@@ -16,6 +16,9 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I'm a sous chef at the Gilded Pike in Hallowmere, split shifts all week.", {"Gilded Pike", "Hallowmere"},
      False),
     ("Boring but stable. I've worked at Pell & Marsh for six years.", {"Pell & Marsh"}, False),
+    ("Thirty-eight years I've driven for Brigwell Coaches.", {"Brigwell Coaches"}, False),
+    ("I'm still a ward clerk on the children's ward at Penmorrow Hospital.", {"Penmorrow Hospital"}, False),
+    ("I've trained as a phlebotomist at Penmorrow.", {"Penmorrow"}, True),
     ("I'm a junior accountant at Pemberly Vance and I want to present better.", {"Pemberly Vance"}, False),
     ("I'm still at Tellwise, answering broadband complaints.", {"Tellwise"}, False),
     ("I'm still on the grill at the Tallowmere Bistro, six nights out of seven.", {"Tallowmere Bistro"}, False),
@@ -36,6 +39,7 @@ def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun:
 
 @pytest.mark.parametrize("text", [
     "Are you still at Tellwise?",  # a question
+    "I've stayed at the Hilton twice.",  # a stay, not work
     "I'd never work for Blackmoss.", "I want to start at Inkwell.",  # negated, a wish
     "My husband's still a foreman at Gethin Steel.", "She works at the Fairmead vets.",  # a third person's job
     "I shop at Lidl now.", "I met her at Rook's.", "I had a great time at the Louvre.", "We ate at Nando's.",
@@ -95,3 +99,16 @@ def test_a_weak_beginning_changes_a_named_job_only() -> None:
     hobby = (1, 1, "Ilse", "Ilse", "bake", "sourdough", "I bake sourdough for the neighbours now.")
     units, texts = _chat(hobby, SMALL_TALK, crane)  # two present habits: neither names a job to change
     assert _changed(units, texts) == []
+
+
+@pytest.mark.parametrize("text", ["I'm officially a retired man. Last Friday was my final round.",
+                                  "Retired, after forty-two years.", "I'm still unemployed, forty applications.",
+                                  "I lost my job when the mill shut.", "I was made redundant in May."])
+def test_a_job_ended_with_nothing_after_it_is_a_value(text: str) -> None:
+    assert job(text) == NamedState(frozenset(), False, ended=True)
+
+
+def test_a_job_after_none_and_none_after_a_job_are_changes_and_an_end_told_twice_is_one() -> None:
+    ended = NamedState(frozenset(), False, ended=True)
+    named = NamedState(frozenset({"Kessler Print"}), False)
+    assert ended.differs(named) and NamedState(frozenset(), True).differs(ended) and not ended.differs(ended)

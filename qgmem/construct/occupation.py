@@ -7,16 +7,18 @@ Blackmoss Energy" -> "I've been at the seed bank at Ostley Gardens since June").
 of the speaker or the one spoken to (`job`) and of third persons (`jobs_of_others`: "My husband's still a foreman at
 Gethin Steel"): a role at a named place ("I'm a sous chef at the Gilded Pike"), work at or for one ("I've worked at
 Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in the present at a named organisation
-("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), or a beginning ("I took a job
-as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a trainee", "the hotel
-made me assistant manager", "I've started an apprenticeship with ..."). Its value is the capitalised names after
-"at", "for", "with" or "in". A habit with no named organisation is read only as the present one, weakly ("I operate
-one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it changes a job told with a
-name and is no job to change. A job ended with nothing after it ("I retired in June", "he lost his job", "she was
-made redundant") is a value too: it changes a job, and a job after it changes it; told twice it is one change. Not
-read, beside what construct/named_state.py says: such a habit without "now" ("I drive the airport shuttle"), the
-past ("I met her at Rook's"), going, shopping or eating somewhere ("I shop at Lidl"), learning, trying or doing
-("I'm learning the cello now"). General English, no benchmark or fixture vocabulary.
+("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), a perfect at a named place
+("Thirty-eight years I've driven for Brigstock Coaches"), or a beginning ("I've trained as a phlebotomist at ...",
+"I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a
+trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ..."). Its value is the
+capitalised names after "at", "for", "with" or "in". A habit with no named organisation is read only as the present
+one, weakly ("I operate one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it
+changes a job told with a name and is no job to change. A job ended with nothing after it ("I retired in June", "he
+lost his job", "she was made redundant", "I'm still unemployed") is a value too: it changes a job, and a job after
+it changes it; told twice it is one change. Not read, beside what construct/named_state.py says: such a habit
+without "now" ("I drive the airport shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere
+("I shop at Lidl"), learning, trying or doing ("I'm learning the cello now"). General English, no benchmark or
+fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from functools import lru_cache
 
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
 
-_NAMED = r"(?:[\w'’&-]+\s+){0,5}?(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:[A-Z]))"  # ... at a name
+_NAMED = r"(?:[\w'’&-]+\s+){0,7}?(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:[A-Z]))"  # ... at a name
 # a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
 _AT_NAME = r"(?:(?!to\b|it\b)[\w'’&-]+\s+){0,5}?(?:at|for)\s+(?:the\s+)?(?=(?-i:[A-Z]))"
 # verbs of a present habit that are not work (going, shopping, eating, meeting, liking somewhere), and the
@@ -44,7 +46,8 @@ def _patterns(g: Grammar) -> Patterns:
     or opened by a date ("Since June I drive the bakery van"); not a verb of learning, trying or doing."""
     s, aux = g.subject, g.aux
     begins = re.compile(
-        rf"\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:started|starting|begun)\s+(?:(?:at|with)\s+(?:the\s+)?"
+        rf"\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:(?:re)?trained|qualified)\s+as\b"  # "I've trained as a ..."
+        rf"|\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:started|starting|begun)\s+(?:(?:at|with)\s+(?:the\s+)?"
         rf"(?=(?-i:[A-Z]))|as\b|work\b|"
         rf"(?:a|an|{g.poss})\s+(?:new\s+)?(?:[\w'’-]+\s+){{0,2}}?"
         rf"(?:job|apprenticeship|traineeship|role|post|position)\b)"
@@ -63,6 +66,9 @@ def _patterns(g: Grammar) -> Patterns:
         rf"(?:at|on|behind|with)\s+{_NAMED}"  # "I'm still on the grill at ...", "I've been at the seed bank at ..."
         rf"|\b{s}(?:{g.be}\s+still|{g.have} been)\s+(?:at|with)\s+"
         rf"(?:the\s+)?(?=(?-i:[A-Z]))"  # "I'm still at Tellwise" (not "I'm at Disneyland!")
+        # a perfect of work at a named place ("Thirty-eight years I've driven for Brigstock Coaches")
+        rf"|\b{s}{g.have}\s+(?:\w+ly\s+)?(?!(?:stay|liv|play|shop|eat|see|meet|stopp|look|wait|lodg|visit|camp|"
+        rf"holiday|spen|be|gon|com|go)\w*\b)[a-z]+(?:ed|en)\s+(?:for|at)\s+(?:the\s+)?(?=(?-i:[A-Z]))"
         rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+)?{_NOT_WORK}[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?"
         rf"{_NOT_WORK}[a-z]+ing\s+{_AT_NAME}",  # "you're selling houses for ..."
@@ -74,8 +80,9 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|^\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{s}\s+{_NOT_WORK}[a-z]+(?<!ed)\b",
         re.IGNORECASE)
     # a job ended: no job is a state too ("He retired in June", "she lost her job when the mill shut")
-    ends = re.compile(rf"\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+)*(?:retired|lost {g.poss} job|"
-                      rf"(?:been|got|was|were)\s+(?:made redundant|laid off))\b", re.IGNORECASE)
+    ends = re.compile(rf"\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+|officially\s+|still\s+)*(?:(?:a\s+)?retired|"
+                      rf"lost {g.poss} job|(?:been|got|was|were)\s+(?:made redundant|laid off)|unemployed|out of work)\b"
+                      + (r"|^\s*retired\b" if g.fragments else ""), re.IGNORECASE)  # "Retired, after forty years."
     return Patterns(begins, holds, weak=now_habit, ends=ends)
 
 
@@ -84,7 +91,7 @@ _ORG = re.compile(r"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?([A-Z][\w'�
                   r"(?=\s+(?!I\b)[A-Z])))*)")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"\b(?:at|for|with|in|as|on)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
-                  r"\bsince\b|retired|laid off",
+                  r"\bsince\b|retired|laid off|unemployed|out of work|trained|qualified",
                   re.IGNORECASE)
 Job = NamedState  # names: the organisations; begun: a new job
 
