@@ -81,8 +81,9 @@ def _patterns(g: Grammar) -> Patterns:
         re.IGNORECASE)
     # a job ended: no job is a state too ("He retired in June", "she lost her job when the mill shut")
     ends = re.compile(rf"\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+|officially\s+|still\s+)*(?:(?:a\s+)?retired|"
-                      rf"lost {g.poss} job|(?:been|got|was|were)\s+(?:made redundant|laid off)|unemployed|out of work)\b"
-                      + (r"|^\s*retired\b" if g.fragments else ""), re.IGNORECASE)  # "Retired, after forty years."
+                      rf"lost {g.poss} job|(?:been|got|was|were)\s+(?:made redundant|laid off)|unemployed|"
+                      rf"out of work)\b" + (r"|^\s*retired\b" if g.fragments else ""),  # "Retired, after forty years."
+                      re.IGNORECASE)
     return Patterns(begins, holds, weak=now_habit, ends=ends)
 
 
