@@ -26,7 +26,14 @@ _PLURAL = {"parents", "kids", "children", "grandparents", "folks", "in-laws", "t
 _KIN = {"mum": "f", "mom": "f", "dad": "m", "gran": "f", "granny": "f", "nan": "f", "nana": "f", "grandma": "f",
         "grandad": "m", "granddad": "m", "grandpa": "m"}
 _GENDER = {**PERSON_GENDER, **_KIN}
-_NOUNS = "|".join(sorted((w for w in {*PERSON_GENDER, *_KIN} if len(w) > 2), key=lambda w: (-len(w), w)))
+
+
+def person_nouns(words: Iterable[str]) -> str:
+    """A regex alternation of the person nouns of `words` (longest first, so "grandma" before "gran")."""
+    return "|".join(sorted((w for w in words if len(w) > 2), key=lambda w: (-len(w), w)))
+
+
+_NOUNS = person_nouns({*PERSON_GENDER, *_KIN})
 _MENTION = re.compile(
     rf"\b(?P<poss>my|our|your)\s+(?:(?:little|big|older|younger|eldest|youngest|new|old)\s+)?"
     rf"(?P<noun>{_NOUNS}|parents|folks|in-laws|children)(?P<pl>s)?\b(?:,?\s+(?P<alias>(?-i:[A-Z][a-z]+)))?"
@@ -119,6 +126,7 @@ class Persons:
             guess = other[0] if len(self.people) == 2 and len(other) == 1 else None
             self.speaker[tid] = speakers.get(tid, guess)
         self.names = proper_names(turn_texts.values()) | frozenset(w for p in self.people for w in p.split())
+        self._whole: dict[int, list[Mention]] = {}  # the mentions of a whole turn, as a context for later turns
 
     def _addressee(self, speaker: str | None) -> str | None:
         others = [p for p in self.people if p != speaker]
@@ -128,9 +136,11 @@ class Persons:
         """The keys of the person `words` name in the sentence at offset `at` of turn `tid`, or None."""
         i = self.at[tid]
         context: list[Mention] = []
-        for j in range(max(0, i - CONTEXT_TURNS), i + 1):
-            sp = self.speaker[self.ids[j]]
-            text = self.texts[self.ids[j]] if j < i else self.texts[tid][:at]
-            context += mentions(text, sp, self._addressee(sp), self.names)
+        for j in range(max(0, i - CONTEXT_TURNS), i):
+            if j not in self._whole:
+                sp = self.speaker[self.ids[j]]
+                self._whole[j] = mentions(self.texts[self.ids[j]], sp, self._addressee(sp), self.names)
+            context += self._whole[j]
         sp = self.speaker[tid]
+        context += mentions(self.texts[tid][:at], sp, self._addressee(sp), self.names)
         return resolve(words, context, sp, self._addressee(sp), self.names)

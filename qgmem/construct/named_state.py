@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from qgmem.construct.holders import person_nouns
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS
 from qgmem.words import load_table
 
@@ -43,11 +44,7 @@ class Grammar:
         return rf"(?:{self.be}|{self.have}| had|'d|’d)?"
 
 
-def _person_nouns() -> str:
-    nouns = sorted((w for w in load_table("person_nouns") if len(w) > 2), key=lambda w: (-len(w), w))
-    return "(?:" + "|".join(nouns) + ")"
-
-
+_PERSON_NOUNS = person_nouns(load_table("person_nouns"))
 # the speaker ("X and I" too) or the one spoken to
 SELF = Grammar(subject=r"(?:i|we|you|[a-z]+ and i)", be=r"(?:'m|’m|'re|’re| am| are)", have=r"(?:'ve|’ve| have)",
                poss=r"(?:my|our|your)", obj="me", habit=r"(?:i|we|[a-z]+ and i)", fragments=True)
@@ -55,7 +52,7 @@ SELF = Grammar(subject=r"(?:i|we|you|[a-z]+ and i)", be=r"(?:'m|’m|'re|’re| 
 _NAME_SUBJECT = (r"(?!(?:we|you|it|my|our|your|this|that|there|here)\b)(?-i:[A-Z][a-z]+)"
                  r"(?:\s+and\s+(?:him|her|(?-i:[A-Z][a-z]+)))?")
 THIRD_SUBJECT = (rf"(?:he|she|they|(?:my|your|our)\s+(?:(?:little|big|older|younger|eldest|youngest|new|old)\s+)?"
-                 rf"{_person_nouns()}s?|{_NAME_SUBJECT})")
+                 rf"(?:{_PERSON_NOUNS})s?|{_NAME_SUBJECT})")
 OTHER = Grammar(subject=THIRD_SUBJECT, be=r"(?:'s|’s| is|'re|’re| are)", have=r"(?:'s|’s| has|'ve|’ve| have)",
                 poss=r"(?:his|her|their)", obj=r"(?:him|her|them)", habit=THIRD_SUBJECT, fragments=False)
 SUBJECT, AUX = SELF.subject, SELF.aux
