@@ -189,3 +189,15 @@ def test_a_state_begun_at_a_date_is_a_change_and_one_since_an_event_is_not() -> 
                  "The cycle workshop has been busy since we last talked."):
         units, texts = _chat(shift, SMALL_TALK, (3, 2, "Tamsin", "Tamsin", "say", "x", said))
         assert turn_links(units, texts, set()) == {}, said
+
+
+def test_a_change_of_a_state_told_again_with_still_supersedes_its_first_telling_too() -> None:
+    first = (1, 1, "Ikaika", "Ikaika", "be", "above Pennock's bakery",
+             "Yes, Leilani and I are above Pennock's bakery on Drury Row, and it smells of bread all night.")
+    again = (3, 2, "Ikaika", "Ikaika", "be", "above the bakery", "We're still above the bakery, before you ask.")
+    moved = (5, 3, "Ikaika", "Ikaika", "move", "to a cottage in Hallowmere",
+             "We moved to a cottage in Hallowmere after the bakery closed.")
+    assert _changed(*_chat(first, SMALL_TALK, again, moved)) == [("n/u1", "n/u5"), ("n/u3", "n/u5")]
+    # told again without "still", the later telling is only the state the move changes
+    plain = (3, 2, "Ikaika", "Ikaika", "be", "above the bakery", "We're above the bakery, before you ask.")
+    assert ("n/u1", "n/u5") not in _changed(*_chat(first, SMALL_TALK, plain, moved))

@@ -20,7 +20,8 @@ earlier claim ("I sold the Fiat", "I gave my goldfish to my nephew"), a classles
 the value's words ("I'm the museum's head of collections now"). A change that no triple of its turn carries ("I
 handed in my notice at the ferry terminal" read as (X | do | it)) is read from the turn's words, or from the partner
 status it tells ("I'm single" -> "we've been together since March"; construct/turn_changes.py). Such a link
-supersedes its target, and the change is kept after it in the trace whatever time it is about.
+supersedes its target (and, where the target tells the state again, "We're still above the bakery", its first
+telling), and the change is kept after it in the trace whatever time it is about.
 
 Roles (rule path), in memory time (fact time, else utterance time, else dialogue order; a fact time after the
 utterance, a plan, counts from when it was said). An *end* ("quit", "cancel", a negated relation) or a *change*
@@ -73,8 +74,9 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # end or a retiming stands for; 5: a change of partner status, partner_status.py; 6: a habit at a named organisation
 # is a job even where the verb ends an ownership, "I sell cars at X"; 7: a thing leaving its owner; 8: home; 9: job;
 # 10: leaving a group; 11: a plan called off; 12: an answer holds its question; 13: third persons, holders.py; 14:
-# an update of only the other speaker's words moves to the state the turn's words name; 15: a thing had, then sold)
-TRACE_VERSION = 15
+# an update of only the other speaker's words moves to the state the turn's words name; 15: a thing had, then sold;
+# 16: a state told again, "still", notes its first telling, which a change of it supersedes too)
+TRACE_VERSION = 16
 
 
 @dataclass
@@ -165,10 +167,7 @@ def object_text(u: AtomicUnit) -> str:
 
 def _borrowed_key(i: int, earlier: list[tuple[int, str]], words: list[frozenset[str]], thr: float) -> str | None:
     """The group key of the latest earlier unit of the subject whose object names the same thing."""
-    for j, key in reversed(earlier):
-        if overlap(words[i], words[j]) >= thr:
-            return key
-    return None
+    return next((key for j, key in reversed(earlier) if overlap(words[i], words[j]) >= thr), None)
 
 
 def said_key(u: AtomicUnit, position: int) -> tuple[str, int]:
@@ -311,7 +310,9 @@ def rule_roles(group: Group, words: Sequence[frozenset[str]] | Mapping[int, froz
         near = [a for a in active if overlap(words[m], words[a]) >= cfg.update_threshold]
         ended = [a for a in near if kinds[a] == "end"]
         if linked.get(m) in active and kind != "note":  # a change that names the state it changes
-            targets = [linked[m], *(a for a in near if a != linked[m] and kinds[a] != "end")]
+            t = linked[m]  # and what it notes, when it is the state told again (construct/turn_changes.py)
+            targets = [t, *(a for a in near if a != t and kinds[a] != "end"), *(
+                [linked[t]] if kinds[t] == "note" and linked.get(t) in active else [])]
         elif group.is_event:
             targets = near if kind == "end" else []
         elif kind in ("end", "change"):

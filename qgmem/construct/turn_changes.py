@@ -33,6 +33,9 @@ Ravensby off until May"). When it names the thing by a pronoun, a common noun or
 turn or the question just before it names ("Where's the tandem?" -> "We sold it."; "Still fencing at Greyfold?" ->
 "No, I dropped it."), so those words join the turn's change words; when no word names it, it is what that person
 last said they had ("We still have it, yes." -> "We sold it in July.").
+
+The state a change links may be the state told again in a middle session ("We're still above the bakery"); that
+telling, with "still" or "as ever", notes the first one its words name, and the change supersedes both.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from qgmem.construct.called_off import called_off
+from qgmem.construct.change_targets import Turn, best_unit, change_link, retarget
 from qgmem.construct.disposal import disposal, held_before
 from qgmem.construct.leaving import leaving
 from qgmem.construct.holders import Persons
@@ -76,6 +80,8 @@ _DATE = (r"(?:(?:the\s+)?(?:start|end|middle|beginning|first|second|third|\w+th)
 _BEGAN = re.compile(rf"\bsince\s+(?:last\s+|the\s+)?{_DATE}\b|^\s*(?:and\s+)?from\s+(?:next\s+|the\s+)?{_DATE}\b",
                     re.IGNORECASE)
 _PARTICLES = PARTICLES | PREPOSITIONS
+# a state told again ("We're still above the bakery", "same as ever")
+_RESTATED = re.compile(r"\bstill\b|\b(?:same as|as) (?:ever|always|before)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
 _ASKS = re.compile(r"\s*(?:are|is|am|do|does|did|have|has|had|was|were|will|would|can|could|should|how|what|where|who"
@@ -89,18 +95,6 @@ class TurnLinkConfig:
     specific_share: float = 0.01  # ... or in at most this share of its turns,
     min_shared: int = 2  # and this many shared words, unless one of them is in at most `rare_df` turns
     rare_df: int = 3
-
-
-@dataclass
-class _Turn:
-    id: str
-    speaker: str
-    session: str
-    position: int
-    units: list[int]
-    words: frozenset[str]
-    change_words: frozenset[str] = frozenset()  # words of the sentences that tell a change (none: no change)
-    told: str = ""  # those sentences
 
 
 def _change_words() -> frozenset[str]:
@@ -180,7 +174,7 @@ def _time_kinds(text: str, speaker: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def _person(turn: _Turn, text: str, other: str | None) -> str:
+def _person(turn: Turn, text: str, other: str | None) -> str:
     """Whose state `text` tells: `other` (the latest other speaker) for a claim about "you" only, else the turn's
     speaker."""
     low = text.lower()
@@ -198,7 +192,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     cfg = cfg or TurnLinkConfig()
     table = table or StateTable.default()
     skip = _change_words()
-    turns: dict[str, _Turn] = {}
+    turns: dict[str, Turn] = {}
     for i, u in enumerate(units):
         t = turns.get(u.first_turn)
         if t is None:
@@ -206,7 +200,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             if text is None:
                 continue
             words = _words(text, u.speaker, skip)
-            t = turns[u.first_turn] = _Turn(u.first_turn, u.speaker, u.session_id, i, [], words)
+            t = turns[u.first_turn] = Turn(u.first_turn, u.speaker, u.session_id, i, [], words)
         t.units.append(i)
     people = frozenset(w for u in units for w in u.speaker.split())
     ids = list(turn_texts)
@@ -254,39 +248,52 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         for w in said[r] | extra[r]:
             if df.get(w, 0) <= specific:
                 holding.setdefault(w, []).append(r)
-    out: dict[int, tuple[int, str]] = {}
-    for k, t in enumerate(order):
-        free = [r for r in t.units if r not in updates]
-        if not t.change_words:
-            continue
-        candidates = {r for w in t.change_words for r in holding.get(w, ())}
-        best: tuple[float, int, int] | None = None  # (weight, turn position, -row): the latest turn on a tie
-        for r in candidates:  # a whole-turn unit ("say") is a state too, as a target
+    def pick(words: frozenset[str], k: int, session: str, who: str) -> tuple[float, int, int] | None:
+        """(weight, turn position, -row) of the earlier-session unit of `who` before turn `k` that `words` name."""
+        best: tuple[float, int, int] | None = None  # the latest turn on a tie
+        for r in {r for w in words for r in holding.get(w, ())}:  # a whole-turn unit ("say") is a state too
             o = order[turn_of[r]]
-            if turn_of[r] >= k or o.session == t.session or person[o.id] != changer[t.id]:
+            if turn_of[r] >= k or o.session == session or person[o.id] != who:
                 continue
-            shared = t.change_words & said[r]
-            rare = [w for w in t.change_words & extra[r] if df.get(w, 0) <= cfg.rare_df]
+            shared = words & said[r]
+            rare = [w for w in words & extra[r] if df.get(w, 0) <= cfg.rare_df]
             if len(rare) >= cfg.min_shared:  # an unclaimed sentence of the turn names it: two rare words
                 shared |= frozenset(rare)
             if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared):
                 key = (sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
                 if best is None or key > best:
                     best = key
+        return best
+
+    out: dict[int, tuple[int, str]] = {}
+    for k, t in enumerate(order):
+        free = [r for r in t.units if r not in updates]
+        if not t.change_words:
+            continue
+        best = pick(t.change_words, k, t.session, changer[t.id])
         held = None
         if best is None:  # a thing left by a pronoun no word names: what that person last said they had
             held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in reversed(order[:k])
                                                   if o.session != t.session and person[o.id] == changer[t.id]), people)
-        target = -best[2] if best is not None else _best_unit(units, held.units, t.words) if held else None
+        target = -best[2] if best is not None else best_unit(units, held.units, t.words) if held else None
         if target is not None:
-            out.update(_change_link(units, t, free, target, updates, said) if free else
-                       _retarget(units, t, target, updates, said))
+            out.update(change_link(units, t, free, target, updates, said) if free else
+                       retarget(units, t, target, updates, said))
     for i, got in _attribute_links(units, order, person, turn_texts, updates, said).items():
         out.setdefault(i, got)
+    for target in sorted({j for j, kind in out.values() if kind == "change"}):
+        # a state told again in a later session ("We're still above the bakery") notes its first telling (the
+        # earlier-session unit of that person its words name), which the change then supersedes too
+        if target in updates or target in out or not _RESTATED.search(units[target].text):
+            continue
+        o = order[turn_of[target]]
+        first = pick(said.get(target, frozenset()), turn_of[target], o.session, person[o.id])
+        if first is not None:
+            out[target] = (-first[2], "note")
     return out
 
 
-def _unclaimed(t: _Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]) -> frozenset[str]:
+def _unclaimed(t: Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]) -> frozenset[str]:
     """Words of the turn's statements that no unit's claim holds ("Still bass in the Tinderbox Saints." beside the unit
     of "We've got a gig at the Drover on Saturday."): the turn's units state them too."""
     claims = [sentence(units[r].text, units[r].speaker) for r in t.units]
@@ -295,7 +302,7 @@ def _unclaimed(t: _Turn, units: list[AtomicUnit], text: str, skip: frozenset[str
     return _words(" ".join(rest), t.speaker, skip) if rest else frozenset()
 
 
-def _answered(order: list[_Turn], turn_texts: Mapping[str, str], before: Mapping[str, str]) -> dict[str, str]:
+def _answered(order: list[Turn], turn_texts: Mapping[str, str], before: Mapping[str, str]) -> dict[str, str]:
     """{answer turn: the question turn just before it}: a turn of questions only ("Are you still doing the Italian
     night class?") answered by the next turn, of the other speaker ("Yes, I go on Mondays at the college"). The
     answer is the state; the question names what it is about. A question opens as one ("Are", "Still", "And", a
@@ -312,28 +319,6 @@ def _answered(order: list[_Turn], turn_texts: Mapping[str, str], before: Mapping
     return out
 
 
-def _change_link(units: list[AtomicUnit], t: _Turn, free: list[int], target: int, updates: Mapping[int, set[int]],
-                 said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
-    """{the unit of `t` (one of `free`) that meets `target`'s words most: (target, "change")}, or nothing when an
-    update of the turn already supersedes `target`."""
-    if any(target in updates[r] for r in t.units if r in updates):
-        return {}
-    return {_best_unit(units, free, said.get(target, frozenset())): (target, "change")}
-
-
-def _retarget(units: list[AtomicUnit], t: _Turn, target: int, updates: Mapping[int, set[int]],
-              said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
-    """{an update of `t`: (target, "change")} when every unit of the turn is an update already, but only of what the
-    other speaker said, sharing no word with what the turn says changed, while `target` does ("Is your lad still
-    canoeing with the Sea Scouts?" - "He swapped the Scouts for a Saturday job": the question is no state, the
-    earlier "He's in the Sea Scouts" is). The turn's words decide over that guess, not over the speaker's own."""
-    superseded = {s for r in t.units for s in updates.get(r, ())}
-    if (target in superseded or any(units[s].speaker == t.speaker for s in superseded)
-            or any(said.get(s, frozenset()) & t.change_words for s in superseded)):
-        return {}
-    return {_best_unit(units, t.units, said.get(target, frozenset())): (target, "change")}
-
-
 class _Value(Protocol):
     def differs(self, earlier: Any) -> bool: ...
 
@@ -348,7 +333,7 @@ _ATTRIBUTES: tuple[tuple[Callable[[str], _Value | None], Others, Callable[[list[
 )
 
 
-def _attribute_links(units: list[AtomicUnit], order: list[_Turn], person: Mapping[str, str],
+def _attribute_links(units: list[AtomicUnit], order: list[Turn], person: Mapping[str, str],
                      turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
                      said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
     """Changes of partner status, home and job (see the module docstring): a turn whose value for a person differs from
@@ -379,18 +364,7 @@ def _attribute_links(units: list[AtomicUnit], order: list[_Turn], person: Mappin
                     told.setdefault(key, []).append((t.session, k, value))
                 free = [r for r in t.units if r not in updates]
                 if earlier is not None and not again and free and value.differs(earlier[2]):
-                    target = _best_unit(units, order[earlier[1]].units, t.words)
-                    for i, got_link in _change_link(units, t, free, target, updates, said).items():
+                    target = best_unit(units, order[earlier[1]].units, t.words)
+                    for i, got_link in change_link(units, t, free, target, updates, said).items():
                         out.setdefault(i, got_link)
     return out
-
-
-def _best_unit(units: list[AtomicUnit], rows: list[int], words: frozenset[str]) -> int:
-    """The unit of a turn whose own words meet `words` most; a claim (not "say") first, then dialogue order."""
-    def score(r: int) -> tuple[int, int, int]:
-        u = units[r]
-        mine = thing_words(u.text) | thing_words(u.object)
-        return (u.relation.strip().lower() != "say", len(mine & words), -r)
-
-    return max(rows, key=score)
-
