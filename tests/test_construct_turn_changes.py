@@ -201,3 +201,15 @@ def test_a_change_of_a_state_told_again_with_still_supersedes_its_first_telling_
     # told again without "still", the later telling is only the state the move changes
     plain = (3, 2, "Ikaika", "Ikaika", "be", "above the bakery", "We're above the bakery, before you ask.")
     assert ("n/u1", "n/u5") not in _changed(*_chat(first, SMALL_TALK, plain, moved))
+
+
+def test_a_named_third_persons_state_told_by_either_speaker_is_changed_by_the_other() -> None:
+    old = (1, 1, "Oren", "Marisol", "wash", "dishes at the Copper Kettle",
+           "Last week. She's still washing dishes at the Copper Kettle while she finishes college.")
+    new = (3, 2, "Tamsin", "Marisol", "be", "so proud",
+           "She's so proud. She runs the kitchen at the Copper Kettle now.")
+    units, texts = _chat(old, SMALL_TALK, new)
+    assert turn_links(units, texts, {}) == {2: (0, "change")}
+    mine = (3, 2, "Tamsin", "Tamsin", "be", "so proud", "I'm so proud. I run the kitchen at the Copper Kettle now.")
+    units, texts = _chat(old, SMALL_TALK, mine)
+    assert turn_links(units, texts, {}) == {}  # Tamsin's own state is not Marisol's

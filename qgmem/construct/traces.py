@@ -64,7 +64,6 @@ NO_TRACE: TraceFields = (None, None, False)
 UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
 EVENT = "event:"  # prefix of an event group's key (the relation lemma follows)
 
-
 # the word lists that decide traces (their digest joins the traces' build key)
 TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore", "state_relations",
                "stopwords", "subject_modifiers", "unresolved_subjects")
@@ -75,8 +74,9 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # is a job even where the verb ends an ownership, "I sell cars at X"; 7: a thing leaving its owner; 8: home; 9: job;
 # 10: leaving a group; 11: a plan called off; 12: an answer holds its question; 13: third persons, holders.py; 14:
 # an update of only the other speaker's words moves to the state the turn's words name; 15: a thing had, then sold;
-# 16: a state told again, "still", notes its first telling, which a change of it supersedes too)
-TRACE_VERSION = 16
+# 16: a state told again, "still", notes its first telling, which a change of it supersedes too; 17: a third
+# person's state told by either speaker)
+TRACE_VERSION = 17
 
 
 @dataclass

@@ -34,6 +34,9 @@ turn or the question just before it names ("Where's the tandem?" -> "We sold it.
 "No, I dropped it."), so those words join the turn's change words; when no word names it, it is what that person
 last said they had ("We still have it, yes." -> "We sold it in July.").
 
+A named third person's state may be told by either speaker ("He's still washing dishes at the Blue Heron" said of
+Raul by one, "He took over the kitchen at the Blue Heron" by the other): the state links whoever told it.
+
 The state a change links may be the state told again in a middle session ("We're still above the bakery"); that
 telling, with "still" or "as ever", notes the first one its words name, and the change supersedes both.
 """
@@ -248,12 +251,22 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         for w in said[r] | extra[r]:
             if df.get(w, 0) <= specific:
                 holding.setdefault(w, []).append(r)
-    def pick(words: frozenset[str], k: int, session: str, who: str) -> tuple[float, int, int] | None:
-        """(weight, turn position, -row) of the earlier-session unit of `who` before turn `k` that `words` name."""
+    speakers = {u.speaker.strip().lower() for u in units}
+
+    def third(r: int) -> str:
+        """A unit's subject when it names a third person ("Raul", "Oren's sister"), not a speaker; else ""."""
+        subj = units[r].subject.strip().lower()
+        named = units[r].subject[:1].isupper() or subj.split("'s ", 1)[0] in speakers
+        return subj if named and subj not in speakers else ""
+
+    def pick(words: frozenset[str], k: int, session: str, who: str, about: frozenset[str] = frozenset()
+             ) -> tuple[float, int, int] | None:
+        """(weight, turn position, -row) of the earlier-session unit before turn `k` that `words` name, of `who`
+        or, whoever told it, about one of the third persons `about`."""
         best: tuple[float, int, int] | None = None  # the latest turn on a tie
         for r in {r for w in words for r in holding.get(w, ())}:  # a whole-turn unit ("say") is a state too
             o = order[turn_of[r]]
-            if turn_of[r] >= k or o.session == session or person[o.id] != who:
+            if turn_of[r] >= k or o.session == session or (person[o.id] != who and third(r) not in about):
                 continue
             shared = words & said[r]
             rare = [w for w in words & extra[r] if df.get(w, 0) <= cfg.rare_df]
@@ -270,7 +283,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         free = [r for r in t.units if r not in updates]
         if not t.change_words:
             continue
-        best = pick(t.change_words, k, t.session, changer[t.id])
+        best = pick(t.change_words, k, t.session, changer[t.id], frozenset(third(r) for r in t.units) - {""})
         held = None
         if best is None:  # a thing left by a pronoun no word names: what that person last said they had
             held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in reversed(order[:k])
