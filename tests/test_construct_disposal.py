@@ -41,6 +41,14 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("The dinghy went in May, to a family from the next bay.", Disposal("The dinghy", False)),
     ("We rehomed her with a farmer in June.", Disposal("her", True)),
     ("The campervan's gone, too.", Disposal("The campervan", False)),
+    # told in the passive, from the side of whoever has it now, or as no longer the speaker's
+    ("The harmonium was collected by a chapel in Wrexby in March.", Disposal("The harmonium", False)),
+    ("The Raleigh was taken off the rack at the station.", Disposal("The Raleigh", False)),
+    ("Stolen off the drive in January.", Disposal("", True)),
+    ("A riding school bought her off me in April.", Disposal("her", True)),
+    ("I let my cousin have it in June for almost nothing.", Disposal("it", True)),
+    ("She's not mine any more.", Disposal("her", True)),
+    ("The canoe is no longer ours.", Disposal("The canoe", False)),
 ])
 def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) -> None:
     assert disposal(sentence) == expected
@@ -56,6 +64,8 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "I have it now, thanks.", "We've got them now.", "You have it now.",  # the speaker or the one spoken to has it
     "The kids went in May, to the beach.",  # persons
     "He's gone.", "She's gone to bed.",  # persons
+    "I bought it from a man in Leeds.", "My mum bought it for me.",  # the speaker got it
+    "I let the dog have a bath.", "The photo was taken from the top of the hill.",
 ])
 def test_what_is_not_a_thing_leaving_its_owner(sentence: str) -> None:
     assert disposal(sentence) is None

@@ -4,14 +4,15 @@ Why: an ownership ends in words the old state does not use, and the thing itself
 out, because the other speaker has just named it: "And the motorbike?" -> "Sold in March."; "Where's the
 tandem?" -> "We sold it."; "How's the Vespa?" -> "It belongs to my nephew now.". So the rule extractor keeps no
 claim of it ("sold it" names nothing) and the turn shares no word with "I've still got the old tandem". The
-reading here is of the sentence's grammar only, general English: the owner sells, scraps or gives the thing
-away ("we sold it", "I got rid of the car", "gave him away", "we rehomed her", "traded the Renault in"), or the
-thing goes to someone or somewhere ("the
+reading here is of the sentence's grammar only, general English: the owner sells, scraps, gives the thing away
+or lets someone have it ("we sold it", "I got rid of the car", "gave him away", "we rehomed her", "traded the
+Renault in", "I let them have her"), or the thing goes to someone or somewhere, or is no longer the owner's ("the
 Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt's", "it belongs to my nephew",
-"the Velmont paid for the new roof", "my bike was stolen", "the Puffin has a new owner", "Kipper lives on a farm
-now"), or someone takes it
-away or has it now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with
-your records", "somebody nicked it", "a neighbour took the freezer off my hands", "my brother has it now").
+"the Velmont paid for the new roof", "my bike was stolen", "the upright was collected by a school", "the Puffin
+has a new owner", "Kipper lives on a farm now", "she's not mine any more"), or someone takes it away or has it
+now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with your records",
+"somebody nicked it", "a neighbour took the freezer off my hands", "my brother has it now", "a riding school
+bought her off me").
 Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell it"), a person going
 somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names), the speaker having it ("I
 have it now"). When a pronoun names the thing and no word of the dialogue does ("We sold it in July."), it is what
@@ -33,6 +34,7 @@ _PRONOUN = re.compile(r"^(?:it|him|her|them|one)$", re.IGNORECASE)
 # the thing, where a pattern names it: a pronoun, "the/my <noun>", or a capitalised name (kept case-sensitive)
 _THING = (r"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:old )?[A-Za-z]+"
           r"|(?!(?:I|We|You|He|She|They|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b)[A-Z][a-z]+)")
+_OR_SUBJECT = _THING.replace("(?P<thing>", "(?P<thing>[Ss]he|[Hh]e|[Tt]hey|")  # "she's not mine": an animal
 _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     # the owner disposes of it
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:\w+ly\s+|just\s+|finally\s+)?"
@@ -40,13 +42,18 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:traded|part-exchanged)\s+{_THING}\s+in\b",
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:gave|given)\s+{_THING}\s+away\b",
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:swapped|exchanged)\s+{_THING}\s+for\b",
-    r"^\s*(?:[Ss]old|[Ss]crapped)\b(?!\s+out)",  # "Sold in March." (the thing left out)
+    r"^\s*(?:[Ss]old|[Ss]crapped|[Ss]tolen|[Nn]icked)\b(?!\s+out)",  # "Sold in March." (the thing left out)
+    # the owner lets someone have it: "I let them have her in June"
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)?\s+(?:just\s+)?let\s+(?:him|her|them|my\s+\w+|\w+)\s+have\s+{_THING}",
     # the thing goes
     rf"\b{_THING}(?:'s|’s| has| had)?\s+(?:gone|went)\s+(?:to|for)\b(?!\s+(?:me|us)\b)",  # "went to me": got
     rf"\b{_THING}(?:'s|’s| has)?\s+(?:gone|went)\s+in\s+\w+,?\s+to\s+(?:a|an|the|my|his|her|our|their)\b",
     rf"\b{_THING}\s+(?:now\s+)?belongs\s+to\b",
     rf"\b{_THING}\s+paid\s+for\b",
-    rf"\b{_THING}\s+(?:was|were|got|has\s+been|'s\s+been|’s\s+been)\s+(?:stolen|nicked|written\s+off)\b",
+    rf"\b{_THING}\s+(?:was|were|got|has\s+been|'s\s+been|’s\s+been)\s+(?:stolen|nicked|written\s+off|sold|"
+    rf"collected\s+by|bought\s+by|given\s+away|towed(?:\s+away)?|taken\s+(?:off|away))\b",
+    rf"\b{_OR_SUBJECT}(?:'s|’s| is| are|'re|’re)(?=\s+(?:not|no\s+longer)\s+"
+    r"(?:mine|ours)\b)",  # "she's not mine any more"
     rf"\b{_THING}\s+has\s+a\s+new\s+owner\b",
     rf"\b{_THING}\s+(?:now\s+)?lives\s+(?:with|at|on|in)\b[^.!?;]*\bnow\b",  # "Kipper lives on a farm now"
     rf"\b{_THING}(?:'s|’s| has| is)\s+gone(?=\s*(?:[.;!]|$)|,?\s+too\b)",  # "the hatchback's gone, too"
@@ -55,6 +62,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b(?:drove|ran|went|made)\s+off\s+with\s+{_THING}",
     rf"\b(?:nicked|stole|pinched|swiped)\s+{_THING}",
     rf"\btook\s+{_THING}\s+off\s+(?:my|our)\s+hands\b",
+    rf"(?<![Ii] )(?<![Ww]e )\bbought\s+{_THING}\s+(?:off|from)\s+(?:me|us)\b",  # "a riding school bought her off me"
     r"(?<![Ii] )(?<![Ww]e )\b(?:took|adopted)\s+(?P<thing>it|him|her|them)\s+(?:in\s+(?-i:[A-Z])\w+|last\s+\w+)\b",
     r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )\b(?:has|have)\s+(?:got\s+)?(?P<thing>it|him|her|them)\s+now\b",
     r"\bcame\s+(?:round\s+)?for\s+(?P<thing>it)\b",
@@ -63,9 +71,9 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
 _PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "children", "men", "women"})
 _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bmight|\bthinking of)\b", re.IGNORECASE)
 # a word every pattern needs: most sentences have none and are passed over in one search
-_ANY = re.compile(r"sold|scrapped|rid of|traded|exchanged|gave|given|gone|went|belongs|paid for|away|came|stole|"
-                  r"nicked|pinched|swiped|written off|new owner|off with|hands|(?:it|him|her|them)\s+now|rehomed|"
-                  r"re-homed|donated|lives|swapped|exchanged|took|adopted",
+_ANY = re.compile(r"sold|scrapped|stolen|let|collected|bought|towed|taken|mine|ours|rid of|traded|exchanged|gave|"
+                  r"given|gone|went|belongs|paid for|away|came|stole|nicked|pinched|swiped|written off|new owner|"
+                  r"off with|hands|(?:it|him|her|them)\s+now|rehomed|re-homed|donated|lives|swapped|took|adopted",
                   re.IGNORECASE)
 
 
@@ -86,6 +94,7 @@ def disposal(sentence: str, people: frozenset[str] = frozenset()) -> Disposal | 
         if m is None or _NEGATED.search(sentence[:m.start()]) or _NEGATED.search(m.group(0)):
             continue
         thing = (m.groupdict().get("thing") or "").strip()
+        thing = {"she": "her", "he": "him", "they": "them"}.get(thing.lower(), thing)  # "she's not mine": her
         head = thing.split()[-1] if thing else ""
         if head in people or head.lower() in _PERSONS or head.lower().rstrip("s") in _PERSONS:
             continue

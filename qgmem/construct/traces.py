@@ -75,8 +75,8 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # 10: leaving a group; 11: a plan called off; 12: an answer holds its question; 13: third persons, holders.py; 14:
 # an update of only the other speaker's words moves to the state the turn's words name; 15: a thing had, then sold;
 # 16: a state told again, "still", notes its first telling, which a change of it supersedes too; 17: a third
-# person's state told by either speaker)
-TRACE_VERSION = 17
+# person's state told by either speaker; 18: a thing let go, told in the passive or by whoever has it now)
+TRACE_VERSION = 18
 
 
 @dataclass
