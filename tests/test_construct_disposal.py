@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from qgmem.construct.disposal import Disposal, disposal, held_before, holding
-from tests.test_construct_turn_changes import _changed, _chat
+from qgmem.construct.turn_changes import turn_links
+from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat
 
 
 @pytest.mark.parametrize("sentence, expected", [
@@ -139,3 +140,16 @@ def test_a_sale_by_a_pronoun_links_the_thing_had_in_an_earlier_session() -> None
                          (2, 1, "Boris", "Boris", "want", "a new bike", "I want a new bike."),
                          (3, 2, "Ilka", "Ilka", "sell", "it", "We sold it in July, to a couple from Ulverby."))
     assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+def test_a_thing_gone_links_the_earlier_turn_that_names_it_only_in_a_fragment() -> None:
+    old = (1, 1, "Tamsin", "Tamsin", "keep", "thirty in a loft",
+           "My racing pigeons. I keep thirty in a loft above the garage.")
+    gone = (3, 2, "Tamsin", "pigeons", "go", "to a club man",
+            "The pigeons went to a club man in Darrowby in May. My knees can't do the ladder.")
+    units, texts = _chat(old, SMALL_TALK, gone)
+    assert turn_links(units, texts, {}) == {2: (0, "change")}
+    told = (3, 2, "Tamsin", "Tamsin", "see", "a club man",
+            "I saw a club man in Darrowby in May with racing pigeons. My knees can't do the ladder.")
+    units, texts = _chat(old, SMALL_TALK, told)
+    assert turn_links(units, texts, {}) == {}  # nothing has gone

@@ -68,15 +68,13 @@ EVENT = "event:"  # prefix of an event group's key (the relation lemma follows)
 TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore", "state_relations",
                "stopwords", "subject_modifiers", "unresolved_subjects")
 # part of the traces' build key: bump it when a change of the grouping code changes traces, so stored traces are
-# regrouped instead of served (1: grouping by subject and class; 2: structural links and cues; 3: changes told by a
-# whole turn, construct/turn_changes.py, and a habit at a named place as a job; 4: the thing a pronoun object of an
-# end or a retiming stands for; 5: a change of partner status, partner_status.py; 6: a habit at a named organisation
-# is a job even where the verb ends an ownership, "I sell cars at X"; 7: a thing leaving its owner; 8: home; 9: job;
-# 10: leaving a group; 11: a plan called off; 12: an answer holds its question; 13: third persons, holders.py; 14:
-# an update of only the other speaker's words moves to the state the turn's words name; 15: a thing had, then sold;
-# 16: a state told again, "still", notes its first telling, which a change of it supersedes too; 17: a third
-# person's state told by either speaker; 18: a thing let go, told in the passive or by whoever has it now)
-TRACE_VERSION = 18
+# regrouped instead of served (1 subject and class; 2 structural links, cues; 3 whole-turn changes, turn_changes.py,
+# a habit at a named place as a job; 4 a pronoun object's thing; 5 partner status; 6 a habit at a named firm is a job
+# whatever its verb; 7 a thing leaving its owner; 8 home; 9 job; 10 leaving a group; 11 a plan called off; 12 an
+# answer holds its question; 13 third persons, holders.py; 14 an update of only the other's words moves; 15 a thing
+# had, then sold; 16 a state told again, "still"; 17 a third person's state told by either speaker; 18 a thing let
+# go, in the passive or by whoever has it; 19 the thing gone, named in a fragment of the earlier turn)
+TRACE_VERSION = 19
 
 
 @dataclass

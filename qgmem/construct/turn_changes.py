@@ -142,20 +142,22 @@ def _negation(token: str) -> bool:
 
 @lru_cache(maxsize=20_000)  # whole turns as keys: a 10,000-turn namespace fits, a long one's memory stays bounded
 def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table: StateTable,
-                      people: frozenset[str]) -> tuple[tuple[str, ...], bool]:
-    """(The sentences of a turn that tell a change, whether one of them tells a thing leaving its owner, a person
-    leaving a group or a plan called off by a pronoun or by nothing: "We sold it.", "I dropped it."). The whole turn
-    when one of its units' relations (which hold an irregular verb's lemma: "broke up" -> "break up") ends or
-    changes a state. Remembered: a namespace's turns are read again whenever it grows."""
+                      people: frozenset[str]) -> tuple[tuple[str, ...], bool, frozenset[str]]:
+    """(The sentences of a turn that tell a change; whether one of them tells a thing leaving its owner, a person
+    leaving a group or a plan called off by a pronoun or by nothing: "We sold it.", "I dropped it."; the words of
+    such a thing where a sentence names it: "The pigeons went to a club man"). The whole turn when one of its units'
+    relations (which hold an irregular verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered:
+    a namespace's turns are read again whenever it grows."""
     sentences = _SENTENCE.split(text)
     gone = [disposal(x, people) or leaving(x, people) or called_off(x, people) for x in sentences]
     by_reference = any(d is not None and d.by_reference for d in gone)
+    things = frozenset().union(*(thing_words(d.thing) for d in gone if d is not None and not d.by_reference))
     for rel in relations:
         e = table.relation(rel)[1]
         if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):
-            return (text,), by_reference
+            return (text,), by_reference, things
     told = tuple(x for x, d in zip(sentences, gone) if d is not None or _tells_change(x, speaker, table))
-    return told, by_reference
+    return told, by_reference, things
 
 
 def _asked(text: str | None) -> str:
@@ -209,8 +211,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     ids = list(turn_texts)
     before = dict(zip(ids[1:], ids[:-1]))  # turn_texts is in dialogue order
     for t in turns.values():
-        told, by_reference = _change_sentences(turn_texts[t.id], t.speaker,
-                                               tuple(units[r].relation for r in t.units), table, people)
+        told, by_reference, t.things = _change_sentences(turn_texts[t.id], t.speaker,
+                                                         tuple(units[r].relation for r in t.units), table, people)
         t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
         if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
             t.change_words |= t.words | _words(_asked(turn_texts.get(before.get(t.id, ""))), t.speaker, skip)
@@ -259,8 +261,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         named = units[r].subject[:1].isupper() or subj.split("'s ", 1)[0] in speakers
         return subj if named and subj not in speakers else ""
 
-    def pick(words: frozenset[str], k: int, session: str, who: str, about: frozenset[str] = frozenset()
-             ) -> tuple[float, int, int] | None:
+    def pick(words: frozenset[str], k: int, session: str, who: str, about: frozenset[str] = frozenset(),
+             things: frozenset[str] = frozenset()) -> tuple[float, int, int] | None:
         """(weight, turn position, -row) of the earlier-session unit before turn `k` that `words` name, of `who`
         or, whoever told it, about one of the third persons `about`."""
         best: tuple[float, int, int] | None = None  # the latest turn on a tie
@@ -270,8 +272,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
                 continue
             shared = words & said[r]
             rare = [w for w in words & extra[r] if df.get(w, 0) <= cfg.rare_df]
-            if len(rare) >= cfg.min_shared:  # an unclaimed sentence of the turn names it: two rare words
-                shared |= frozenset(rare)
+            if len(rare) >= cfg.min_shared or things & set(rare):  # an unclaimed sentence of the turn names it: two
+                shared |= frozenset(rare)  # rare words, or the thing a change says has gone ("My racing pigeons.")
             if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared):
                 key = (sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
                 if best is None or key > best:
@@ -283,7 +285,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         free = [r for r in t.units if r not in updates]
         if not t.change_words:
             continue
-        best = pick(t.change_words, k, t.session, changer[t.id], frozenset(third(r) for r in t.units) - {""})
+        best = pick(t.change_words, k, t.session, changer[t.id], frozenset(third(r) for r in t.units) - {""},
+                    t.things)
         held = None
         if best is None:  # a thing left by a pronoun no word names: what that person last said they had
             held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in reversed(order[:k])
