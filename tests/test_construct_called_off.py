@@ -18,6 +18,8 @@ from tests.test_construct_turn_changes import _changed, _chat
 @pytest.mark.parametrize("sentence, expected", [
     # a verb and its particle around the plan, a time after it
     ("They've put Ravensby off until next May.", Ending("Ravensby", False)),
+    ("It didn't happen. The weather turned.", Ending("It", True)),
+    ("I never went. My passport was still at the embassy.", Ending("", True)),
     ("We've pushed the barn dance back to the ninth.", Ending("the barn dance", True)),
     ("So I've put it off till next January.", Ending("it", True)),
     ("We called the regatta off.", Ending("the regatta", True)),
@@ -47,6 +49,7 @@ def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) 
     "Should we cancel?", "Is the trip off?",  # questions
     "We might cancel.", "I'd hate to call it off.", "If it rains we'll put it off till June.",  # not done
     "I'm off to bed.", "She's off sick.", "We're off to Spain!",  # a person
+    "I never went to bed.", "I never went skiing as a child.",  # no plan
     "The heating's off.", "The lights are off.",  # not a plan
     "I put the kettle back on.", "I pushed it back into the drawer.", "We moved the sofa back.",  # no time
     "I moved it upstairs.", "He called me back.",

@@ -20,6 +20,8 @@ from tests.test_construct_turn_changes import _changed, _chat
     # a person quits, what was left named by a pronoun or nothing: the thing is named elsewhere
     ("No, I dropped it in March. My knee gave out.", Ending("it", True)),
     ("I packed it in after the summer.", Ending("it", True)),
+    ("I finished with the Owls after my knee went.", Ending("the Owls", False)),
+    ("And I've withdrawn from Tervola.", Ending("Tervola", False)),
     ("I stood down from the committee in January, by the way.", Ending("the committee", True)),
     ("I walked out of the club in March.", Ending("the club", True)),
     ("She gave it up in the spring.", Ending("it", True)),

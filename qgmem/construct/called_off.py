@@ -9,8 +9,9 @@ never made it to Porto". The reading is of the sentence's grammar only, general 
   "moved it upstairs" move no plan);
 - the plan is off: "X is off / dead / on hold" (a name, or a noun of a plan: "the boat trip's off", "the
   Orkney plan's dead", not "the heating's off"), "we've put the extension on hold",
-  "X's been cancelled / postponed / withdrawn", "X fell through", "it never happened";
-- the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym");
+  "X's been cancelled / postponed / withdrawn", "X fell through", "it never happened", "it didn't happen";
+- the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym"), "I never
+  went.";
 - a verb that ends or moves a plan with a pronoun object or none ("we've cancelled", "I deferred it"), or
   drops a plan noun ("we've dropped the Orkney idea").
 When the plan is a pronoun, a common noun or nothing, it is what the turn or the question just before it
@@ -71,13 +72,14 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
 ))
 # the plan did not happen: the negation is the reading here, not a negated one
 _NOT_DONE = tuple(re.compile(p) for p in (
-    rf"{_SUBJECT_PLAN}\s+never\s+happened\b",
+    rf"{_SUBJECT_PLAN}\s+(?:never\s+happened|(?:didn't|didn’t|did\s+not)\s+happen)\b",
     r"\b(?:[Ii]|[Ww]e)\s+(?:never|didn't|didn’t|did not)\s+(?:go|make it|made it|get|got)\s+"
     r"(?:to\s+(?=(?-i:[A-Z]))|there\b|in\s+the\s+end\b|after\s+all\b)",
+    r"^\s*(?:[Ii]|[Ww]e)\s+never\s+went(?=\s*[.!;]|$)",  # "I never went." (what the question before names)
 ))
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"\b(?:off|back|forward|cancel|postpone|defer|shelve|scrap|withdrawn|through|never|didn|"
-                  r"did not|dropped|ditched|moved|shifted|rebooked|abandon|hold|ice|dead)", re.IGNORECASE)
+                  r"did not|dropped|ditched|moved|shifted|rebooked|abandon|hold|ice|dead|happen)", re.IGNORECASE)
 
 
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos

@@ -9,7 +9,8 @@ with "I fence with the Greyfold club". A group can also end under its members: "
 September", "the band broke up", "the team carries on without me". The reading is of the sentence's grammar
 only, general English:
 - a person quits: "dropped it", "gave it up", "gave up the club", "packed it in", "stopped going", "stood down",
-  "stood down from the committee", "walked out of the club", "let the membership lapse", "didn't renew", "not a
+  "stood down from the committee", "walked out of the club", "finished with the Owls", "withdrawn from the
+  race", "let the membership lapse", "didn't renew", "not a
   member any more", "my last concert with them", "hung up his pads", "handed my folder back to the choir", "handed
   the shop over to my cousin", "I'm done with greasepaint", "I left the book group", or is let go ("the depot let
   me go in March");
@@ -55,6 +56,7 @@ _QUIT = (
     rf"(?:(?:gave|given)\s+up|(?:packed|jacked|chucked)\s+in|(?:stood|stepped)\s+down){_TAIL}",
     rf"(?:stood|stepped)\s+down\s+(?:as\s+(?:[\w'’-]+\s+){{0,2}}?)?from\s+{_THING}",  # "... from the committee"
     rf"walked\s+out\s+(?:of|on)\s+{_THING}",  # "I walked out of the club in March"
+    rf"(?:finished|withdrawn|withdrew|pulled\s+out)\s+(?:with|from|of)\s+{_THING}",  # "I finished with the Sharks"
     rf"(?:stopped|quit){_TAIL}",
     r"(?:stopped|quit)\s+(?:going|\w+ing)\b",
     rf"let\s+{_THING}\s+(?:lapse|expire)\b",  # "let it go" is mostly a feeling: a membership has to be named
@@ -93,7 +95,7 @@ _DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are)
 _PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LEFT, _LET_GO, _DONE_WITH)
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|handed|"
-                  r"walked|"
+                  r"walked|finished|withdr|pulled out|"
                   r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
                   r"called it|knocked it|hung up|let me|let us|laid|done with|left", re.IGNORECASE)
 

@@ -73,8 +73,9 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # whatever its verb; 7 a thing leaving its owner; 8 home; 9 job; 10 leaving a group; 11 a plan called off; 12 an
 # answer holds its question; 13 third persons, holders.py; 14 an update of only the other's words moves; 15 a thing
 # had, then sold; 16 a state told again, "still"; 17 a third person's state told by either speaker; 18 a thing let
-# go, in the passive or by whoever has it; 19 the thing gone, named in a fragment of the earlier turn)
-TRACE_VERSION = 19
+# go, in the passive or by whoever has it; 19 the thing gone, named in a fragment of the earlier turn; 20 "finished
+# with", "withdrawn from", "it didn't happen", "I never went.")
+TRACE_VERSION = 20
 
 
 @dataclass
