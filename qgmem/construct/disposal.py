@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
+from qgmem.construct.ending_reader import CLAUSE
 from qgmem.words import load_table
 
 T = TypeVar("T")
 _PRONOUN = re.compile(r"^(?:it|him|her|them|one)$", re.IGNORECASE)
 # the thing, where a pattern names it: a pronoun, "the/my <noun>", or a capitalised name (kept case-sensitive)
-_THING = (r"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:old )?[A-Za-z]+"
+_THING = (r"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:(?!and\b|or\b|I\b)[A-Za-z-]+ ){0,2}?"
+          r"(?!I\b)[A-Za-z]+"  # "the rowing machine", "my old estate car"; not "my colleagues and I"
           r"|(?!(?:I|We|You|He|She|They|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b)[A-Z][a-z]+)")
 _OR_SUBJECT = _THING.replace("(?P<thing>", "(?P<thing>[Ss]he|[Hh]e|[Tt]hey|")  # "she's not mine": an animal
 _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
@@ -91,7 +93,7 @@ def disposal(sentence: str, people: frozenset[str] = frozenset()) -> Disposal | 
         return None
     for pattern in _PATTERNS:
         m = pattern.search(sentence)
-        if m is None or _NEGATED.search(sentence[:m.start()]) or _NEGATED.search(m.group(0)):
+        if m is None or _NEGATED.search(CLAUSE.split(sentence[:m.start()])[-1]) or _NEGATED.search(m.group(0)):
             continue
         thing = (m.groupdict().get("thing") or "").strip()
         thing = {"she": "her", "he": "him", "they": "them"}.get(thing.lower(), thing)  # "she's not mine": her

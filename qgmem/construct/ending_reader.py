@@ -19,7 +19,7 @@ _PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "childre
 _WISH = re.compile(r"(?:\bnot\b|n't|n’t|\bnever|\bwon't|\bwould|'d\s+(?!renew)|\bwant(?:s|ed)?\s+to|\bmight"
                    r"|(?-i:\bmay\b)|\bthinking\s+(?:of|about)|\bgoing\s+to|\bgonna|\bshould|\bcould|\bif\b|\bhope"
                    r"|\bunless|\bwhether|\bcan't|\bcan’t|\bnearly|\balmost|\babout\s+to|\bin\s+case)", re.IGNORECASE)
-_CLAUSE = re.compile(r"[,;:.!]|\b(?:and|but|so|because)\b")
+CLAUSE = re.compile(r"[,;:.!]|\b(?:and|but|so|because)\b")  # a wish or a negation holds within its clause
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def read_ending(sentence: str, patterns: Iterable[re.Pattern[str]], people: froz
         m = pattern.search(sentence)
         if m is None:
             continue
-        clause = _CLAUSE.split(sentence[:m.start()])[-1]
+        clause = CLAUSE.split(sentence[:m.start()])[-1]
         if _WISH.search(clause) or (pattern not in negating and _WISH.search(m.group(0))):
             continue
         thing = (m.groupdict().get("thing") or "").strip()
