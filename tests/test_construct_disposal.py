@@ -50,6 +50,8 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat
     ("I let my cousin have it in June for almost nothing.", Disposal("it", True)),
     ("She's not mine any more.", Disposal("her", True)),
     ("The rowing machine went to my cousin's gym.", Disposal("The rowing machine", False)),
+    ("A school in Elderwick took it.", Disposal("it", True)),
+    ("The scouts have it.", Disposal("it", True)),
     ("The garage said it would cost more than it's worth, so it's gone for scrap.", Disposal("it", True)),
     ("The canoe is no longer ours.", Disposal("The canoe", False)),
 ])
@@ -69,7 +71,7 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "He's gone.", "She's gone to bed.",  # persons
     "I bought it from a man in Leeds.", "My mum bought it for me.",  # the speaker got it
     "I let the dog have a bath.", "The photo was taken from the top of the hill.",
-    "My colleagues and I went to a convention.", "I'd never sell it, so it's going to my grandson one day.",
+    "My colleagues and I went to a convention.", "I'm lucky to have them.", "They have it.", "I'd never sell it, so it's going to my grandson one day.",
 ])
 def test_what_is_not_a_thing_leaving_its_owner(sentence: str) -> None:
     assert disposal(sentence) is None

@@ -12,7 +12,7 @@ Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt
 has a new owner", "Kipper lives on a farm now", "she's not mine any more"), or someone takes it away or has it
 now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with your records",
 "somebody nicked it", "a neighbour took the freezer off my hands", "my brother has it now", "a riding school
-bought her off me").
+bought her off me", "a school took it", "the scouts have it").
 Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell it"), a person going
 somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names), the speaker having it ("I
 have it now"). When a pronoun names the thing and no word of the dialogue does ("We sold it in July."), it is what
@@ -67,6 +67,9 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"(?<![Ii] )(?<![Ww]e )\bbought\s+{_THING}\s+(?:off|from)\s+(?:me|us)\b",  # "a riding school bought her off me"
     r"(?<![Ii] )(?<![Ww]e )\b(?:took|adopted)\s+(?P<thing>it|him|her|them)\s+(?:in\s+(?-i:[A-Z])\w+|last\s+\w+)\b",
     r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )\b(?:has|have)\s+(?:got\s+)?(?P<thing>it|him|her|them)\s+now\b",
+    # someone else took it or has it, told as the whole clause: "A school in Elderwick took it.", "The scouts have it."
+    r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )(?<![Tt]hey )(?<![Tt]o )\b(?:took\s+(?P<thing>it|him|her|them)|(?:has|have)\s+"
+    r"(?P<one>it))(?=\s*(?:[.;!]|$))",
     r"\bcame\s+(?:round\s+)?for\s+(?P<thing>it)\b",
 ))
 # a person is not a thing that is sold or given away: "my sister went to Leeds", "the kids went to bed"
@@ -75,8 +78,8 @@ _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bm
 # a word every pattern needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"sold|scrapped|stolen|let|collected|bought|towed|taken|mine|ours|rid of|traded|exchanged|gave|"
                   r"given|gone|went|belongs|paid for|away|came|stole|nicked|pinched|swiped|written off|new owner|"
-                  r"off with|hands|(?:it|him|her|them)\s+now|rehomed|re-homed|donated|lives|swapped|took|adopted",
-                  re.IGNORECASE)
+                  r"off with|hands|(?:it|him|her|them)\s+now|ha(?:s|ve)\s+it\b|rehomed|re-homed|donated|lives|"
+                  r"swapped|took|adopted", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,7 @@ def disposal(sentence: str, people: frozenset[str] = frozenset()) -> Disposal | 
         m = pattern.search(sentence)
         if m is None or _NEGATED.search(CLAUSE.split(sentence[:m.start()])[-1]) or _NEGATED.search(m.group(0)):
             continue
-        thing = (m.groupdict().get("thing") or "").strip()
+        thing = (m.groupdict().get("thing") or m.groupdict().get("one") or "").strip()
         thing = {"she": "her", "he": "him", "they": "them"}.get(thing.lower(), thing)  # "she's not mine": her
         head = thing.split()[-1] if thing else ""
         if head in people or head.lower() in _PERSONS or head.lower().rstrip("s") in _PERSONS:

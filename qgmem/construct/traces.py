@@ -74,8 +74,9 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # answer holds its question; 13 third persons, holders.py; 14 an update of only the other's words moves; 15 a thing
 # had, then sold; 16 a state told again, "still"; 17 a third person's state told by either speaker; 18 a thing let
 # go, in the passive or by whoever has it; 19 the thing gone, named in a fragment of the earlier turn; 20 "finished
-# with", "withdrawn from", "it didn't happen", "I never went."; 21 a thing of three words, a negation in its clause)
-TRACE_VERSION = 21
+# with", "withdrawn from", "it didn't happen", "I never went."; 21 a thing of three words, a negation in its clause;
+# 22 "a school took it", "the scouts have it")
+TRACE_VERSION = 22
 
 
 @dataclass
