@@ -213,3 +213,14 @@ def test_a_named_third_persons_state_told_by_either_speaker_is_changed_by_the_ot
     mine = (3, 2, "Tamsin", "Tamsin", "be", "so proud", "I'm so proud. I run the kitchen at the Copper Kettle now.")
     units, texts = _chat(old, SMALL_TALK, mine)
     assert turn_links(units, texts, {}) == {}  # Tamsin's own state is not Marisol's
+
+
+def test_a_state_told_again_in_a_sentence_no_unit_claims_notes_its_first_telling() -> None:
+    first = (1, 1, "Ikaika", "Ikaika", "play", "fiddle with the Marlins",
+             "I'm playing fiddle with the Marlins now, every Friday at the Crown.")
+    again = (3, 2, "Ikaika", "owner", "pay", "us in cider",
+             "Still with the Marlins, still Fridays. The owner pays us in cider.")
+    left = (5, 3, "Ikaika", "Ikaika", "agree", "on anything",
+            "I walked out on the Marlins in December; the drummer and I couldn't agree on anything.")
+    units, texts = _chat(first, SMALL_TALK, again, left)
+    assert turn_links(units, texts, {}) == {3: (2, "change"), 2: (0, "note")}

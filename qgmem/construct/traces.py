@@ -75,8 +75,8 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 # had, then sold; 16 a state told again, "still"; 17 a third person's state told by either speaker; 18 a thing let
 # go, in the passive or by whoever has it; 19 the thing gone, named in a fragment of the earlier turn; 20 "finished
 # with", "withdrawn from", "it didn't happen", "I never went."; 21 a thing of three words, a negation in its clause;
-# 22 "a school took it", "the scouts have it")
-TRACE_VERSION = 22
+# 22 "a school took it", "the scouts have it"; 23 a state told again in a sentence no unit of its turn claims)
+TRACE_VERSION = 23
 
 
 @dataclass

@@ -300,10 +300,11 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     for target in sorted({j for j, kind in out.values() if kind == "change"}):
         # a state told again in a later session ("We're still above the bakery") notes its first telling (the
         # earlier-session unit of that person its words name), which the change then supersedes too
-        if target in updates or target in out or not _RESTATED.search(units[target].text):
-            continue
         o = order[turn_of[target]]
-        first = pick(said.get(target, frozenset()), turn_of[target], o.session, person[o.id])
+        if target in updates or target in out or not _RESTATED.search(turn_texts[o.id]):
+            continue
+        first = pick(said.get(target, frozenset()) | extra.get(target, frozenset()), turn_of[target], o.session,
+                     person[o.id])
         if first is not None:
             out[target] = (-first[2], "note")
     return out
