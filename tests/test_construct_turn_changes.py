@@ -224,3 +224,16 @@ def test_a_state_told_again_in_a_sentence_no_unit_claims_notes_its_first_telling
             "I walked out on the Marlins in December; the drummer and I couldn't agree on anything.")
     units, texts = _chat(first, SMALL_TALK, again, left)
     assert turn_links(units, texts, {}) == {3: (2, "change"), 2: (0, "note")}
+
+
+def test_a_change_told_in_times_alone_changes_the_schedule_the_person_told_last() -> None:
+    stall = (1, 1, "Tamsin", "Tamsin", "open", "the stall",
+             "Sorry. I only open the stall Monday to Friday, so I unload everything at once.")
+    days = [(i, 1 + i // 5, "Oren", "Oren", "see", "you", f"See you on {d}.")  # a weekday in many turns: no
+            for i, d in zip(range(2, 8), ("Monday", "Tuesday", "Wednesday", "Friday", "Saturday", "Sunday"))]  # link
+    retimed = (9, 2, "Tamsin", "Tamsin", "be", "tired", "Tired. Thursdays and Fridays now.")  # by that word
+    units, texts = _chat(stall, *days, retimed)
+    assert turn_links(units, texts, {}) == {7: (0, "change")}
+    others = (1, 1, "Oren", "Oren", "open", "the stall", "I only open the stall Monday to Friday.")
+    units, texts = _chat(others, *days, retimed)
+    assert turn_links(units, texts, {}) == {}  # Oren's schedule is not Tamsin's

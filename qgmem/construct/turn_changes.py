@@ -17,14 +17,8 @@ is the speaker, or the one spoken to when the change is a claim about "you" ("So
 observatory now!"). Bare verbs in a turn's words are not read: in chat "changing", "pushing", "stop" mostly change
 nothing.
 
-Three attributes need no shared word: partner status (construct/partner_status.py), home (construct/residence.py)
-and job (construct/occupation.py). A turn that tells a person's status (single, seeing someone, engaged, married),
-home or workplace other than the one that person last told in an earlier session links that turn, as "I'm single" ->
-"we've been together since March", "I rent a bedsit on Quayle Road" -> "we've moved into a flat in Hollerby" or "I
-fix buses at the Stanway depot" -> "I've started an apprenticeship with Pendry and Daughters" share nothing else.
-The same holds for a third person's ("My dad's still at the boatyard in Tolverne" -> "How's your dad?" "He retired
-at the end of May."): who they are comes from the words of the dialogue (construct/holders.py), keyed across
-sessions by "<speaker>'s dad" or a name.
+Three attributes need no shared word (construct/attribute_changes.py): partner status, home and job, of the speaker,
+the one spoken to and third persons ("I'm single" -> "we've been together since March").
 
 A thing leaving its owner (construct/disposal.py: "we sold it", "it belongs to my nephew now") tells a change too,
 as does someone leaving a group or a pastime, or the group ending (construct/leaving.py: "I dropped it in October",
@@ -37,6 +31,9 @@ last said they had ("We still have it, yes." -> "We sold it in July.").
 A named third person's state may be told by either speaker ("He's still washing dishes at the Blue Heron" said of
 Raul by one, "He took over the kitchen at the Blue Heron" by the other): the state links whoever told it.
 
+A change told in times alone ("Mondays now.", "Thursdays and Fridays now.") is of the schedule the same person last
+told in an earlier session ("I only open the stall Monday to Friday"), whatever words the two share.
+
 The state a change links may be the state told again in a middle session ("We're still above the bakery"); that
 telling, with "still" or "as ever", notes the first one its words name, and the change supersedes both.
 """
@@ -45,20 +42,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
 
+from qgmem.construct.attribute_changes import attribute_links
 from qgmem.construct.called_off import called_off
 from qgmem.construct.change_targets import Turn, best_unit, change_link, retarget
 from qgmem.construct.disposal import disposal, held_before
 from qgmem.construct.leaving import leaving
-from qgmem.construct.holders import Persons
-from qgmem.construct.named_state import merge
-from qgmem.construct.occupation import job, jobs_of_others
-from qgmem.construct.partner_status import partner_status, statuses_of_others
-from qgmem.construct.residence import home, homes_of_others
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 from qgmem.types import AtomicUnit
@@ -158,6 +150,32 @@ def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table
             return (text,), by_reference, things
     told = tuple(x for x, d in zip(sentences, gone) if d is not None or _tells_change(x, speaker, table))
     return told, by_reference, things
+
+
+def _unnamed(t: Turn, earlier: list[Turn], turn_texts: Mapping[str, str], questions: set[str],
+             people: frozenset[str]) -> Turn | None:
+    """The turn of `earlier` (the changer's turns of earlier sessions, latest first) whose state a change that names
+    it by no word changes: a thing left by a pronoun is what that person last said they had ("We sold it in July."),
+    a change told in times alone is of the schedule they last told ("Saturday and Sunday only now.")."""
+    held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in earlier), people)
+    if held is None and _retimed(t.told, t.speaker):
+        held = next((o for o in earlier if o.id not in questions
+                     and _schedule(turn_texts[o.id], o.speaker) & t.change_words), None)
+    return held
+
+
+def _retimed(told: str, speaker: str) -> bool:
+    """A change told in times alone, a recurring time and a marker ("Saturday and Sunday only now.", "Mondays
+    now."): no other word says what changed, so it is the person's schedule."""
+    c = read_cues(told, speaker, "", "")
+    return bool(told) and c.recurring and len(_words(told, speaker, _change_words()) - _time_kinds(told, speaker)
+                                               - c.times) <= 1
+
+
+def _schedule(text: str, speaker: str) -> frozenset[str]:
+    """The kinds of recurring time a turn's statements tell ("I only open the stall Monday to Friday")."""
+    said = [x for x in _SENTENCE.split(text) if not x.rstrip().endswith("?")]
+    return frozenset().union(*(_time_kinds(x, speaker) for x in said if read_cues(x, speaker, "", "").recurring))
 
 
 def _asked(text: str | None) -> str:
@@ -287,15 +305,14 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             continue
         best = pick(t.change_words, k, t.session, changer[t.id], frozenset(third(r) for r in t.units) - {""},
                     t.things)
-        held = None
-        if best is None:  # a thing left by a pronoun no word names: what that person last said they had
-            held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in reversed(order[:k])
-                                                  if o.session != t.session and person[o.id] == changer[t.id]), people)
+        held = None if best is not None else _unnamed(
+            t, [o for o in reversed(order[:k]) if o.session != t.session and person[o.id] == changer[t.id]],
+            turn_texts, questions, people)
         target = -best[2] if best is not None else best_unit(units, held.units, t.words) if held else None
         if target is not None:
             out.update(change_link(units, t, free, target, updates, said) if free else
                        retarget(units, t, target, updates, said))
-    for i, got in _attribute_links(units, order, person, turn_texts, updates, said).items():
+    for i, got in attribute_links(units, order, person, turn_texts, updates, said).items():
         out.setdefault(i, got)
     for target in sorted({j for j, kind in out.values() if kind == "change"}):
         # a state told again in a later session ("We're still above the bakery") notes its first telling (the
@@ -333,55 +350,4 @@ def _answered(order: list[Turn], turn_texts: Mapping[str, str], before: Mapping[
         if (q in speaker and speaker[q] != t.speaker and (_ASKS.match(text) or len(text.split()) <= 6)
                 and all(x.rstrip().endswith("?") for x in _SENTENCE.split(text))):
             out[t.id] = q
-    return out
-
-
-class _Value(Protocol):
-    def differs(self, earlier: Any) -> bool: ...
-
-
-Others = Callable[[str], "tuple[tuple[tuple[str, ...], int, Any], ...]"]
-# attributes whose values English names directly, read from a whole turn: a change needs no shared word. Each
-# is read of the speaker or the one spoken to, and of third persons (construct/holders.py says who they are)
-_ATTRIBUTES: tuple[tuple[Callable[[str], _Value | None], Others, Callable[[list[Any]], Any]], ...] = (
-    (partner_status, statuses_of_others, lambda values: values[-1]),
-    (home, homes_of_others, merge),
-    (job, jobs_of_others, merge),
-)
-
-
-def _attribute_links(units: list[AtomicUnit], order: list[Turn], person: Mapping[str, str],
-                     turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
-                     said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
-    """Changes of partner status, home and job (see the module docstring): a turn whose value for a person differs from
-    the latest value of that person told in an earlier session links that turn's unit, whatever words the two share
-    ("I'm single" -> "we've been together since March"; "My dad's at the boatyard" -> "How's your dad?" "He retired
-    in May.")."""
-    out: dict[int, tuple[int, str]] = {}
-    persons = Persons(turn_texts, {t.id: t.speaker for t in order})
-    for read, read_others, combine in _ATTRIBUTES:
-        told: dict[str, list[tuple[str, int, _Value]]] = {}  # person key -> (session, turn position, value), in order
-        for k, t in enumerate(order):
-            values: dict[frozenset[str], list[Any]] = {}
-            own = read(turn_texts[t.id])
-            if own is not None:
-                values[frozenset({person[t.id]})] = [own]
-            for words, at, value in read_others(turn_texts[t.id]):
-                who = persons.resolve(t.id, words, at)
-                if who is not None:
-                    values.setdefault(who, []).append(value)
-            for who, got in values.items():
-                value = combine(got)
-                said_before = sorted((x for key in who for x in told.get(key, [])), key=lambda x: x[1])
-                # a speaker tells a change once a session ("we relocated to Melbourne" ... "our new house has a
-                # lemon tree"); the person's own word after a friend's report ("you're going out with ...") counts
-                again = any(x[0] == t.session and order[x[1]].speaker == t.speaker for x in said_before)
-                earlier = next((x for x in reversed(said_before) if x[0] != t.session), None)  # latest, other session
-                for key in who:
-                    told.setdefault(key, []).append((t.session, k, value))
-                free = [r for r in t.units if r not in updates]
-                if earlier is not None and not again and free and value.differs(earlier[2]):
-                    target = best_unit(units, order[earlier[1]].units, t.words)
-                    for i, got_link in change_link(units, t, free, target, updates, said).items():
-                        out.setdefault(i, got_link)
     return out
