@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -152,14 +152,15 @@ def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table
     return told, by_reference, things
 
 
-def _unnamed(t: Turn, earlier: list[Turn], turn_texts: Mapping[str, str], questions: set[str],
+def _unnamed(t: Turn, earlier: Callable[[], Iterator[Turn]], turn_texts: Mapping[str, str], questions: set[str],
              people: frozenset[str]) -> Turn | None:
-    """The turn of `earlier` (the changer's turns of earlier sessions, latest first) whose state a change that names
-    it by no word changes: a thing left by a pronoun is what that person last said they had ("We sold it in July."),
-    a change told in times alone is of the schedule they last told ("Saturday and Sunday only now.")."""
-    held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in earlier), people)
+    """The turn of `earlier()` (the changer's turns of earlier sessions, latest first, read only as far as needed)
+    whose state a change that names it by no word changes: a thing left by a pronoun is what that person last said
+    they had ("We sold it in July."), a change told in times alone is of the schedule they last told ("Mondays
+    now.")."""
+    held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in earlier()), people)
     if held is None and _retimed(t.told, t.speaker):
-        held = next((o for o in earlier if o.id not in questions
+        held = next((o for o in earlier() if o.id not in questions
                      and _schedule(turn_texts[o.id], o.speaker) & t.change_words), None)
     return held
 
@@ -172,6 +173,7 @@ def _retimed(told: str, speaker: str) -> bool:
                                                - c.times) <= 1
 
 
+@lru_cache(maxsize=20_000)
 def _schedule(text: str, speaker: str) -> frozenset[str]:
     """The kinds of recurring time a turn's statements tell ("I only open the stall Monday to Friday")."""
     said = [x for x in _SENTENCE.split(text) if not x.rstrip().endswith("?")]
@@ -305,9 +307,9 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             continue
         best = pick(t.change_words, k, t.session, changer[t.id], frozenset(third(r) for r in t.units) - {""},
                     t.things)
-        held = None if best is not None else _unnamed(
-            t, [o for o in reversed(order[:k]) if o.session != t.session and person[o.id] == changer[t.id]],
-            turn_texts, questions, people)
+        held = None if best is not None else _unnamed(t, lambda: (o for o in reversed(order[:k]) if o.session !=
+                                                                  t.session and person[o.id] == changer[t.id]),
+                                                      turn_texts, questions, people)
         target = -best[2] if best is not None else best_unit(units, held.units, t.words) if held else None
         if target is not None:
             out.update(change_link(units, t, free, target, updates, said) if free else
