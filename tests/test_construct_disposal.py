@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 
 from qgmem.construct.disposal import Disposal, disposal, held_before, holding
-from qgmem.construct.turn_changes import turn_links
-from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat
+from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _links
 
 
 @pytest.mark.parametrize("sentence, expected", [
@@ -152,9 +151,7 @@ def test_a_thing_gone_links_the_earlier_turn_that_names_it_only_in_a_fragment() 
            "My racing pigeons. I keep thirty in a loft above the garage.")
     gone = (3, 2, "Tamsin", "pigeons", "go", "to a club man",
             "The pigeons went to a club man in Darrowby in May. My knees can't do the ladder.")
-    units, texts = _chat(old, SMALL_TALK, gone)
-    assert turn_links(units, texts, {}) == {2: (0, "change")}
+    assert _links(old, SMALL_TALK, gone) == {2: (0, "change")}
     told = (3, 2, "Tamsin", "Tamsin", "see", "a club man",
             "I saw a club man in Darrowby in May with racing pigeons. My knees can't do the ladder.")
-    units, texts = _chat(old, SMALL_TALK, told)
-    assert turn_links(units, texts, {}) == {}  # nothing has gone
+    assert _links(old, SMALL_TALK, told) == {}  # nothing has gone

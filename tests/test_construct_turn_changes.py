@@ -33,6 +33,11 @@ def _chat(*rows: tuple[int, int, str, str, str, str, str]) -> tuple[list[AtomicU
     return units, {u.first_turn: row[6] for u, row in zip(units, rows)}
 
 
+def _links(*rows: tuple[int, int, str, str, str, str, str]) -> dict[int, tuple[int, str]]:
+    """`turn_links` of a hand-written chat (`_chat`) with no update so far: {unit row: (target row, kind)}."""
+    return turn_links(*_chat(*rows), {})
+
+
 def _changed(units: list[AtomicUnit], texts: dict[str, str] | None) -> list[tuple[str, str]]:
     """(superseded unit, the update after it in its trace) pairs, by unit id."""
     new, traces = build_traces(units, TraceConfig(), turn_texts=texts)
@@ -208,11 +213,9 @@ def test_a_named_third_persons_state_told_by_either_speaker_is_changed_by_the_ot
            "Last week. She's still washing dishes at the Copper Kettle while she finishes college.")
     new = (3, 2, "Tamsin", "Marisol", "be", "so proud",
            "She's so proud. She runs the kitchen at the Copper Kettle now.")
-    units, texts = _chat(old, SMALL_TALK, new)
-    assert turn_links(units, texts, {}) == {2: (0, "change")}
+    assert _links(old, SMALL_TALK, new) == {2: (0, "change")}
     mine = (3, 2, "Tamsin", "Tamsin", "be", "so proud", "I'm so proud. I run the kitchen at the Copper Kettle now.")
-    units, texts = _chat(old, SMALL_TALK, mine)
-    assert turn_links(units, texts, {}) == {}  # Tamsin's own state is not Marisol's
+    assert _links(old, SMALL_TALK, mine) == {}  # Tamsin's own state is not Marisol's
 
 
 def test_a_state_told_again_in_a_sentence_no_unit_claims_notes_its_first_telling() -> None:
@@ -222,8 +225,7 @@ def test_a_state_told_again_in_a_sentence_no_unit_claims_notes_its_first_telling
              "Still with the Marlins, still Fridays. The owner pays us in cider.")
     left = (5, 3, "Ikaika", "Ikaika", "agree", "on anything",
             "I walked out on the Marlins in December; the drummer and I couldn't agree on anything.")
-    units, texts = _chat(first, SMALL_TALK, again, left)
-    assert turn_links(units, texts, {}) == {3: (2, "change"), 2: (0, "note")}
+    assert _links(first, SMALL_TALK, again, left) == {3: (2, "change"), 2: (0, "note")}
 
 
 def test_a_change_told_in_times_alone_changes_the_schedule_the_person_told_last() -> None:
@@ -232,8 +234,6 @@ def test_a_change_told_in_times_alone_changes_the_schedule_the_person_told_last(
     days = [(i, 1 + i // 5, "Oren", "Oren", "see", "you", f"See you on {d}.")  # a weekday in many turns: no
             for i, d in zip(range(2, 8), ("Monday", "Tuesday", "Wednesday", "Friday", "Saturday", "Sunday"))]  # link
     retimed = (9, 2, "Tamsin", "Tamsin", "be", "tired", "Tired. Thursdays and Fridays now.")  # by that word
-    units, texts = _chat(stall, *days, retimed)
-    assert turn_links(units, texts, {}) == {7: (0, "change")}
+    assert _links(stall, *days, retimed) == {7: (0, "change")}
     others = (1, 1, "Oren", "Oren", "open", "the stall", "I only open the stall Monday to Friday.")
-    units, texts = _chat(others, *days, retimed)
-    assert turn_links(units, texts, {}) == {}  # Oren's schedule is not Tamsin's
+    assert _links(others, *days, retimed) == {}  # Oren's schedule is not Tamsin's
