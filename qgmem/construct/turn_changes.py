@@ -166,7 +166,7 @@ def _unnamed(t: Turn, earlier: Callable[[], Iterator[Turn]], turn_texts: Mapping
 
 
 def _retimed(told: str, speaker: str) -> bool:
-    """A change told in times alone, a recurring time and a marker ("Saturday and Sunday only now.", "Mondays
+    """A change told in times alone, a recurring time and a marker ("Thursdays and Fridays now.", "Mondays
     now."): no other word says what changed, so it is the person's schedule."""
     c = read_cues(told, speaker, "", "")
     return bool(told) and c.recurring and len(_words(told, speaker, _change_words()) - _time_kinds(told, speaker)
