@@ -37,6 +37,17 @@ SCHEDULE = "schedule"  # the class whose values are times
 PERSON_NOUNS = frozenset(load_table("person_nouns"))
 
 
+def speakers_of(units: list[AtomicUnit]) -> frozenset[str]:
+    """The namespace's speakers, lower-cased: "user" and "user's therapist" are named subjects too."""
+    return frozenset(u.speaker.strip().lower() for u in units if u.speaker)
+
+
+def named_subject(subject: str, key: str, speakers: frozenset[str]) -> bool:
+    """A subject that names someone or something (a name, a speaker or a speaker's "user's therapist"), not a
+    pronoun or an activity; `key` is the subject as compared (lower-cased)."""
+    return subject.strip()[:1].isupper() or key.split("'s ", 1)[0] in speakers
+
+
 @dataclass(frozen=True)
 class Facts:
     """What links read of one unit."""

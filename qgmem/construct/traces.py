@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from qgmem.construct.state_cues import Cues, read_cues
-from qgmem.construct.state_links import SCHEDULE, Facts, Linker, ends_ownership, read_facts, told_ahead
+from qgmem.construct.state_links import (SCHEDULE, Facts, Linker, ends_ownership, named_subject, read_facts,
+                                         speakers_of, told_ahead)
 from qgmem.construct.state_table import Reading, StateTable, overlap
 from qgmem.construct.turn_changes import turn_links
 from qgmem.types import AtomicUnit, MemoryTrace
@@ -113,17 +114,12 @@ def memory_time_key(u: AtomicUnit, position: int) -> tuple[str, int]:
     return (memory_time(u), position)
 
 
-def speakers_of(units: list[AtomicUnit]) -> frozenset[str]:
-    """The namespace's speakers, lower-cased: "user" and "user's therapist" are named subjects too."""
-    return frozenset(u.speaker.strip().lower() for u in units if u.speaker)
-
-
 def traceable(u: AtomicUnit, table: StateTable, speakers: frozenset[str] = frozenset()) -> bool:
     """A named subject (a name, a speaker or a speaker's "user's therapist"; not a pronoun, not an
     activity) and a relation other than "say"."""
     subj = table.subject_key(u.subject)
     rel = u.relation.strip().lower()
-    named = u.subject.strip()[:1].isupper() or subj.split("'s ", 1)[0] in speakers
+    named = named_subject(u.subject, subj, speakers)
     return bool(subj) and subj not in UNRESOLVED_SUBJECTS and named and rel not in ("", "say")
 
 

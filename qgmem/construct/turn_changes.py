@@ -52,6 +52,7 @@ from qgmem.construct.change_targets import Turn, best_unit, change_link, retarge
 from qgmem.construct.disposal import disposal, held_before
 from qgmem.construct.leaving import leaving
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
+from qgmem.construct.state_links import named_subject, speakers_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 from qgmem.types import AtomicUnit
 
@@ -153,23 +154,23 @@ def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table
 
 
 def _unnamed(t: Turn, earlier: Callable[[], Iterator[Turn]], turn_texts: Mapping[str, str], questions: set[str],
-             people: frozenset[str]) -> Turn | None:
+             people: frozenset[str], skip: frozenset[str]) -> Turn | None:
     """The turn of `earlier()` (the changer's turns of earlier sessions, latest first, read only as far as needed)
     whose state a change that names it by no word changes: a thing left by a pronoun is what that person last said
     they had ("We sold it in July."), a change told in times alone is of the schedule they last told ("Mondays
     now.")."""
     held = held_before(turn_texts[t.id], ((turn_texts[o.id], o) for o in earlier()), people)
-    if held is None and _retimed(t.told, t.speaker):
+    if held is None and _retimed(t.told, t.speaker, skip):
         held = next((o for o in earlier() if o.id not in questions
                      and _schedule(turn_texts[o.id], o.speaker) & t.change_words), None)
     return held
 
 
-def _retimed(told: str, speaker: str) -> bool:
+def _retimed(told: str, speaker: str, skip: frozenset[str]) -> bool:
     """A change told in times alone, a recurring time and a marker ("Thursdays and Fridays now.", "Mondays
     now."): no other word says what changed, so it is the person's schedule."""
     c = read_cues(told, speaker, "", "")
-    return bool(told) and c.recurring and len(_words(told, speaker, _change_words()) - _time_kinds(told, speaker)
+    return bool(told) and c.recurring and len(_words(told, speaker, skip) - _time_kinds(told, speaker)
                                                - c.times) <= 1
 
 
@@ -273,13 +274,12 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         for w in said[r] | extra[r]:
             if df.get(w, 0) <= specific:
                 holding.setdefault(w, []).append(r)
-    speakers = {u.speaker.strip().lower() for u in units}
+    speakers = speakers_of(units)
 
     def third(r: int) -> str:
         """A unit's subject when it names a third person ("Raul", "Oren's sister"), not a speaker; else ""."""
         subj = units[r].subject.strip().lower()
-        named = units[r].subject[:1].isupper() or subj.split("'s ", 1)[0] in speakers
-        return subj if named and subj not in speakers else ""
+        return subj if named_subject(units[r].subject, subj, speakers) and subj not in speakers else ""
 
     def pick(words: frozenset[str], k: int, session: str, who: str, about: frozenset[str] = frozenset(),
              things: frozenset[str] = frozenset()) -> tuple[float, int, int] | None:
@@ -309,7 +309,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
                     t.things)
         held = None if best is not None else _unnamed(t, lambda: (o for o in reversed(order[:k]) if o.session !=
                                                                   t.session and person[o.id] == changer[t.id]),
-                                                      turn_texts, questions, people)
+                                                      turn_texts, questions, people, skip)
         target = -best[2] if best is not None else best_unit(units, held.units, t.words) if held else None
         if target is not None:
             out.update(change_link(units, t, free, target, updates, said) if free else
