@@ -185,6 +185,7 @@ def test_a_changed_trace_rule_regroups_a_stored_memory_without_extracting_it(tmp
     """A store built before a trace change serves today's traces: a benchmark run that passes the stored
     conversation unchanged regroups once (the old traces are not served) and extracts nothing again."""
     import qgmem.construct.build as build
+    import qgmem.construct.trace_key as trace_key
 
     calls = []
     real = build.build_traces
@@ -194,7 +195,7 @@ def test_a_changed_trace_rule_regroups_a_stored_memory_without_extracting_it(tmp
         assert len(calls) == 1
         build_memory(tiny_conversation, "rule", store=store)
         assert len(calls) == 1  # current: served as stored
-        monkeypatch.setattr(build, "TRACE_VERSION", build.TRACE_VERSION + 1)  # the trace rules changed
+        monkeypatch.setattr(trace_key, "TRACE_VERSION", trace_key.TRACE_VERSION + 1)  # the trace rules changed
         report = BuildReport()
         build_memory(tiny_conversation, "rule", store=store, report=report)
         assert len(calls) == 2 and report.phases["extraction"].windows == 0

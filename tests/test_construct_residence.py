@@ -89,13 +89,15 @@ def test_a_move_told_twice_in_a_session_links_once() -> None:
     ("So you're out in Pellow Bay now! Your cousin told me.", "Pellow Bay"),
     ("We've been in Morrowfield since April, in a terrace with a yard.", "Morrowfield"),
     ("So you've gone over to Kestle Wharf! Your aunt said.", "Kestle Wharf"),
+    ("Your brother says you're in Tremarrow!", "Tremarrow"),  # news heard: being there is what changed
 ])
 def test_being_in_a_named_place_now_is_a_weak_move(text: str, place: str) -> None:
     assert home(text) == Home(frozenset({place}), True, weak=True)
 
 
 @pytest.mark.parametrize("text", ["I'm in Lisbon this week for a conference.", "I'm at Legoland now!",
-                                  "I've gone over to Saturdays at the pool."])
+                                  "I've gone over to Saturdays at the pool.",
+                                  "Your brother says you're in Tremarrow this week."])
 def test_a_stay_an_outing_or_a_weekday_is_no_weak_move(text: str) -> None:
     assert home(text) is None
 

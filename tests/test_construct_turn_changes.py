@@ -237,3 +237,19 @@ def test_a_change_told_in_times_alone_changes_the_schedule_the_person_told_last(
     assert _links(stall, *days, retimed) == {7: (0, "change")}
     others = (1, 1, "Oren", "Oren", "open", "the stall", "I only open the stall Monday to Friday.")
     assert _links(others, *days, retimed) == {}  # Oren's schedule is not Tamsin's
+
+
+def test_news_of_the_one_spoken_to_is_their_change_whoever_the_teller_heard_it_from() -> None:
+    """Nobody tells a friend their own state unless it is new to the teller: "So you're ...!", "I hear you've ...",
+    "X says you ..." need no "now"; the sentence saying where the news came from ("My cousin saw you.") is not a
+    claim of the teller's."""
+    old = (1, 1, "Tamsin", "Tamsin", "be", "the library assistant in Quayside",
+           "Quiet. I'm the library assistant in Quayside, three days a week.")
+    for news in ("So you're the new caretaker at Quayside Primary! My cousin says you fixed the boiler.",
+                 "I hear you've left the library in Quayside for the school!"):
+        units, texts = _chat(old, SMALL_TALK, (3, 2, "Oren", "Tamsin", "be", "x", news))
+        assert _changed(units, texts) == [("n/u1", "n/u3")], news
+    for praise in ("Congrats on the library in Quayside!", "I hear you, the library in Quayside is hard work.",
+                   "So you're still at the library in Quayside? My cousin says it's closing."):
+        units, texts = _chat(old, SMALL_TALK, (3, 2, "Oren", "Tamsin", "be", "x", praise))
+        assert _changed(units, texts) == [], praise

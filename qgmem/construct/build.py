@@ -31,7 +31,8 @@ from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected
 from qgmem.construct.nlp import nlp_identity
 from qgmem.construct.report import BuildReport, PhaseStats, usage_delta, usage_snapshot
 from qgmem.construct.rule import RULE_VERSION, RULE_WORDS, RuleConfig, RuleExtractor
-from qgmem.construct.traces import TRACE_VERSION, TRACE_WORDS, TraceConfig, build_traces, group_traces
+from qgmem.construct.trace_key import trace_key_parts
+from qgmem.construct.traces import TraceConfig, build_traces, group_traces
 from qgmem.construct.windows import Window, make_windows
 from qgmem.words import digest as words_digest
 from qgmem.data.validate import InputLimits, check_conversation
@@ -41,17 +42,8 @@ from qgmem.llm.config import LLMConfig
 from qgmem.store import MemoryStore
 from qgmem.types import AtomicUnit, Conversation, MemoryTrace
 
-__all__ = [
-    "BuildConfig",
-    "BuildReport",
-    "LLMExtractor",
-    "PhaseStats",
-    "RuleExtractor",
-    "TraceConfig",
-    "Window",
-    "build_memory",
-    "make_windows",
-]
+__all__ = ["BuildConfig", "BuildReport", "LLMExtractor", "PhaseStats", "RuleExtractor", "TraceConfig", "Window",
+           "build_memory", "make_windows"]
 
 
 class TextEmbedder(Protocol):
@@ -171,7 +163,7 @@ def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBacken
 def _traces_key(units: list[AtomicUnit], sources: list[str], cfg: BuildConfig, consolidation: str) -> str:
     """Names the units (by id and source window content) and the trace settings."""
     h = hashlib.sha1(json.dumps([[u.id for u in units], sources, asdict(cfg.traces), consolidation,
-                                 cfg.embedder, words_digest(TRACE_WORDS), TRACE_VERSION]).encode())
+                                 cfg.embedder, *trace_key_parts()]).encode())
     return f"traces@{h.hexdigest()[:16]}"
 
 

@@ -73,7 +73,10 @@ def _patterns(g: Grammar) -> Patterns:
     there_now = re.compile(
         rf"\b{s}(?:{g.be}|{g.have} been)\s+"
         rf"(?:out\s+|over\s+|up\s+|down\s+|back\s+)?in\s+{_NAME}\s*(?:,\s*)?(?:now|since)\b"
-        rf"|\b{s}{g.have}\s+(?:just\s+|finally\s+)?gone\s+(?:over|out|up|down|back)\s+to\s+{_NAME}",
+        rf"|\b{s}{g.have}\s+(?:just\s+|finally\s+)?gone\s+(?:over|out|up|down|back)\s+to\s+{_NAME}"
+        # news heard of someone: "Your mum says you're in Zeebrugge!", "I hear she's out in Tarsk"
+        rf"|\b(?:says|said|tells me|told me|hear|heard)\s+(?:that\s+)?{s}{g.be}\s+(?:out\s+|over\s+|up\s+|down\s+)?"
+        rf"in\s+{_NAME}\s*[!.]",
         re.IGNORECASE)
     return Patterns(move, stay, weak=there_now)
 
@@ -84,7 +87,7 @@ _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:t
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"liv|rent|shar|stay|crash|flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|back|been|"
                   r"left|apartment|lodg|caravan|maisonette|digs|home|floor|mov|reloc|address|now|since|gone|above|over|"
-                  r"still|into", re.IGNORECASE)
+                  r"still|into|says|said|told|tells|hear", re.IGNORECASE)
 Home = NamedState  # names: the places; begun: a move
 
 

@@ -65,18 +65,6 @@ NO_TRACE: TraceFields = (None, None, False)
 UNRESOLVED_SUBJECTS = load_words("unresolved_subjects")
 EVENT = "event:"  # prefix of an event group's key (the relation lemma follows)
 
-# the word lists that decide traces (their digest joins the traces' build key)
-TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore", "state_relations",
-               "stopwords", "subject_modifiers", "unresolved_subjects")
-# part of the traces' build key: bump it when a change of the grouping code changes traces, so stored traces are
-# regrouped, not served (1 subject and class; 2 structural links; 3 whole-turn changes, turn_changes.py; 4 a pronoun
-# object's thing; 5 partner status; 6 a habit at a named firm is a job; 7 a thing leaving its owner; 8 home; 9 job;
-# 10 leaving a group; 11 a plan called off; 12 an answer holds its question; 13 third persons; 14 an update of the
-# other's words moves; 15 a thing had, then sold; 16 "still": a state told again; 17 a third person's state told by
-# either speaker; 18 a thing let go, in the passive; 19 the thing gone, named in a fragment; 20 "finished with", "I
-# never went."; 21 a thing of three words; 22 "a school took it"; 23 "still" in another sentence; 24 times alone)
-TRACE_VERSION = 24
-
 
 @dataclass
 class TraceConfig:

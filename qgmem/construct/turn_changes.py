@@ -14,7 +14,9 @@ month, a clock time, a number), so "moved it to September instead" meets "going 
 shared word specific to few turns of the namespace, so in a long conversation a word every turn uses links nothing;
 among the candidates the summed inverse turn frequency of the shared words decides, the latest on a tie. The person
 is the speaker, or the one spoken to when the change is a claim about "you" ("So you're giving tours at the
-observatory now!"). Bare verbs in a turn's words are not read: in chat "changing", "pushing", "stop" mostly change
+observatory now!"). News of the one spoken to, told to them, is a change without a marker ("So you're the new
+caretaker at Swaledown Primary!", "Your mum says you're in Zeebrugge!"): nobody tells a friend their own state unless
+it is new to the teller. Bare verbs in a turn's words are not read: in chat "changing", "pushing", "stop" mostly change
 nothing.
 
 Three attributes need no shared word (construct/attribute_changes.py): partner status, home and job, of the speaker,
@@ -60,6 +62,18 @@ _SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| 
                             r"| rent| run| own)\b|\byou and \w+ (?:are|have|'re|’re|'ve|’ve)\b")
 # a report of what the speaker heard ("I hear you've got a new man"): its "I" is not whose state it tells
 _HEARSAY = re.compile(r"\bi (?:hear|heard|gather|see|saw|noticed|read)\b")
+# news of the one spoken to, told to them: heard from someone ("Your mum says you're in Zeebrugge!", "I hear you've
+# stopped ringing") or just found out ("So you've left Lyon!", "Look at you, head chef at the Ostler's Table!").
+# Nobody tells a friend their own state unless it is new to the teller; not praise ("Congrats on the trophy!")
+_NEWS_OF_YOU = re.compile(r"^\s*(?:so|oh|wow|well)\b,?\s+(?:you(?:'re|’re|'ve|’ve| are| have)"
+                          r"|you and \w+ (?:are|have))\b"
+                          r"|\b(?:i|we)\s+(?:hear|heard|gather)\s+(?:that\s+)?you(?:'re|’re|'ve|’ve|\s+(?!know)\w)"
+                          r"|\b(?:says|said|tells me|told me|told us)\s+(?:that\s+)?you\b"
+                          r"|\byou\b[^.!?]*,\s+(?:\w+\s+){1,2}(?:says|tells me|told me)\b"
+                          r"|^\s*look at you\b", re.IGNORECASE)
+# where the teller had news from: someone else told or saw it ("My cousin saw you two.", "Your mum told me.")
+_SOURCE = re.compile(r"\s*(?:(?:my|your|his|her|their|our)\s+\w+|she|he|they)\s+(?:\w+\s+)?(?:saw|told|tells|says|said"
+                     r"|noticed|phoned|rang|heard)\b")
 # "now" that tells no change: a duration ("I've lived here for five years now"), "for now" or "right now" (for
 # the time being) and "for" before it in its clause ("it's quiet for us now"), "now" as a conjunction ("now the
 # weather's cold"), a plan ("we're going to try that now"), a skill that grew ("I can play two songs now"); a
@@ -110,6 +124,8 @@ def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
     toks = [t for t in tokens(sentence) if t[0].isalpha()]
     negated = any(map(_negation, toks))
     if c.replaces or c.ends or (c.present and not _NOT_A_CHANGE.search(sentence)):
+        return True
+    if _NEWS_OF_YOU.search(sentence) and not negated:
         return True
     if (c.told_departure or c.told_retime or _BEGAN.search(sentence)) and not negated:  # not "I won't quit"
         return True
@@ -202,10 +218,12 @@ def _time_kinds(text: str, speaker: str) -> frozenset[str]:
 
 def _person(turn: Turn, text: str, other: str | None) -> str:
     """Whose state `text` tells: `other` (the latest other speaker) for a claim about "you" only, else the turn's
-    speaker."""
+    speaker. Whoever the teller heard it from ("My cousin saw you two.", "Your mum told me.") is not a claim."""
     low = text.lower()
-    if other and _SECOND_PERSON.search(low) and not _FIRST_PERSON.search(_HEARSAY.sub("", low)):
-        return other
+    if other and (_SECOND_PERSON.search(low) or _NEWS_OF_YOU.search(low)):
+        claims = " ".join(x for x in _SENTENCE.split(low) if not _SOURCE.match(x))
+        if not _FIRST_PERSON.search(_HEARSAY.sub("", claims)):
+            return other
     return turn.speaker
 
 

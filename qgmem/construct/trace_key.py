@@ -1,0 +1,25 @@
+"""What the stored traces' build key holds besides the build config (construct/build.py): the word lists that
+decide traces and the version of the grouping code, so stored traces are regrouped whenever either changes."""
+
+from __future__ import annotations
+
+from qgmem.words import digest
+
+# the word lists that decide traces (their digest joins the traces' build key)
+TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore", "state_relations",
+               "stopwords", "subject_modifiers", "unresolved_subjects")
+# part of the traces' build key: bump it when a change of the grouping code changes traces, so stored traces are
+# regrouped, not served. What each version added:
+#  1 subject and class; 2 structural links; 3 whole-turn changes (turn_changes.py); 4 a pronoun object's thing;
+#  5 partner status; 6 a habit at a named firm is a job; 7 a thing leaving its owner; 8 home; 9 job; 10 leaving a
+#  group; 11 a plan called off; 12 an answer holds its question; 13 third persons; 14 an update of the other's words
+#  moves; 15 a thing had, then sold; 16 "still": a state told again; 17 a third person's state told by either
+#  speaker; 18 a thing let go, in the passive; 19 the thing gone, named in a fragment; 20 "finished with", "I never
+#  went."; 21 a thing of three words; 22 "a school took it"; 23 "still" in another sentence; 24 times alone;
+#  25 news of the one spoken to ("So you're ...!", "X says you're in ...")
+TRACE_VERSION = 25
+
+
+def trace_key_parts() -> list[str | int]:
+    """What this module adds to the traces' build key: the digest of the word lists and the version."""
+    return [digest(TRACE_WORDS), TRACE_VERSION]
