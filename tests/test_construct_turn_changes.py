@@ -253,3 +253,12 @@ def test_news_of_the_one_spoken_to_is_their_change_whoever_the_teller_heard_it_f
                    "So you're still at the library in Quayside? My cousin says it's closing."):
         units, texts = _chat(old, SMALL_TALK, (3, 2, "Oren", "Tamsin", "be", "x", praise))
         assert _changed(units, texts) == [], praise
+
+
+def test_news_of_the_one_spoken_to_names_its_state_by_one_rare_word() -> None:
+    old = (1, 1, "Tamsin", "Tamsin", "be", "an officer on C wing",
+           "Weekend shift at the prison. I've been an officer on C wing for nine years.")
+    news = (3, 2, "Oren", "Tamsin", "hand in", "your keys", "So you've handed in your keys at the prison!")
+    assert _changed(*_chat(old, SMALL_TALK, news)) == [("n/u1", "n/u3")]
+    own = (3, 2, "Tamsin", "Tamsin", "hand in", "my keys", "I've handed in my keys at the prison.")
+    assert _changed(*_chat(old, SMALL_TALK, own)) == []  # told by its owner, one word of a sentence no unit claims

@@ -256,6 +256,10 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
             t.change_words |= t.words | _words(_asked(turn_texts.get(before.get(t.id, ""))), t.speaker, skip)
         t.told = " ".join(told)
+        if _NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at
+            t.things |= t.change_words  # the prison!"): one rare word of it is enough; in none ("You've moved! I
+            if len(t.change_words) <= 1:  # saw the cottage up for sale."), the turn's other sentences name it
+                t.change_words |= t.words
     order = sorted(turns.values(), key=lambda t: t.position)
     df: dict[str, int] = {}
     for t in order:
