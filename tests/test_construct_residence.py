@@ -107,3 +107,12 @@ def test_a_weak_move_changes_a_named_home_and_a_new_address_is_a_move() -> None:
     units, texts = _chat(OLD_HOME, SMALL_TALK, out_there)
     assert _changed(units, texts) == [("n/u1", "n/u3")]
     assert home("Write down my new address: 4 Gannet Row, Pellow Bay.") == Home(frozenset(), True)
+
+
+def test_a_move_outranks_a_link_by_a_shared_time_word() -> None:
+    """"I moved out in March" shares "March" with the partner told "since March", but what moved is the home."""
+    old_home = (1, 1, "Brigid", "Brigid", "be on", "Wagtail Row", "Yes, I'm still on Wagtail Row. The dryers keep me warm.")
+    partner = (2, 1, "Brigid", "Brigid", "see", "each other", "Dai and I have been seeing each other since March.")
+    moved = (4, 2, "Brigid", "Brigid", "move", "x",
+             "Oh no, sorry! I moved out in March. I'm in Lynwater now, in a cottage by the reservoir.")
+    assert _changed(*_chat(old_home, partner, moved)) == [("n/u1", "n/u4")]

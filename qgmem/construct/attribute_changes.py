@@ -29,24 +29,28 @@ class _Value(Protocol):
 
 Others = Callable[[str], "tuple[tuple[tuple[str, ...], int, Any], ...]"]
 # attributes whose values English names directly, read from a whole turn: a change needs no shared word. Each
-# is read of the speaker or the one spoken to, and of third persons (construct/holders.py says who they are)
-_ATTRIBUTES: tuple[tuple[Callable[[str], _Value | None], Others, Callable[[list[Any]], Any]], ...] = (
-    (partner_status, statuses_of_others, lambda values: values[-1]),
-    (home, homes_of_others, merge),
-    (job, jobs_of_others, merge),
+# is read of the speaker or the one spoken to, and of third persons (construct/holders.py says who they are). A
+# change of partner or home outranks a link by shared words ("I moved out in March. I'm in Lynwater now" does not
+# change what "March" names); a job does not: a rota told with one ("I work dinners now, three till eleven") is a
+# change of the schedule its words name
+_ATTRIBUTES: tuple[tuple[Callable[[str], _Value | None], Others, Callable[[list[Any]], Any], bool], ...] = (
+    (partner_status, statuses_of_others, lambda values: values[-1], True),
+    (home, homes_of_others, merge, True),
+    (job, jobs_of_others, merge, False),
 )
 
 
 def attribute_links(units: list[AtomicUnit], order: list[Turn], person: Mapping[str, str],
                     turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
-                    said: Mapping[int, frozenset[str]]) -> dict[int, tuple[int, str]]:
+                    said: Mapping[int, frozenset[str]]) -> tuple[dict[int, tuple[int, str]], set[int]]:
     """Changes of partner status, home and job (see the module docstring): a turn whose value for a person differs from
     the latest value of that person told in an earlier session links that turn's unit, whatever words the two share
     ("I'm single" -> "we've been together since March"; "My dad's at the boatyard" -> "How's your dad?" "He retired
-    in May.")."""
+    in May."). Also the units whose link outranks one by shared words."""
     out: dict[int, tuple[int, str]] = {}
+    strong: set[int] = set()
     persons = Persons(turn_texts, {t.id: t.speaker for t in order})
-    for read, read_others, combine in _ATTRIBUTES:
+    for read, read_others, combine, outranks in _ATTRIBUTES:
         told: dict[str, list[tuple[str, int, _Value]]] = {}  # person key -> (session, turn position, value), in order
         for k, t in enumerate(order):
             values: dict[frozenset[str], list[Any]] = {}
@@ -70,5 +74,7 @@ def attribute_links(units: list[AtomicUnit], order: list[Turn], person: Mapping[
                 if earlier is not None and not again and free and value.differs(earlier[2]):
                     target = best_unit(units, order[earlier[1]].units, t.words)
                     for i, got_link in change_link(units, t, free, target, updates, said).items():
-                        out.setdefault(i, got_link)
-    return out
+                        if i not in out:
+                            out[i] = got_link
+                            strong |= {i} if outranks else set()
+    return out, strong

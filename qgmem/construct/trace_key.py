@@ -16,8 +16,9 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 #  moves; 15 a thing had, then sold; 16 "still": a state told again; 17 a third person's state told by either
 #  speaker; 18 a thing let go, in the passive; 19 the thing gone, named in a fragment; 20 "finished with", "I never
 #  went."; 21 a thing of three words; 22 "a school took it"; 23 "still" in another sentence; 24 times alone;
-#  25 news of the one spoken to ("So you're ...!", "X says you're in ...")
-TRACE_VERSION = 25
+#  25 news of the one spoken to ("So you're ...!", "X says you're in ..."); 26 a new partner or home outranks
+#  a link by shared words
+TRACE_VERSION = 26
 
 
 def trace_key_parts() -> list[str | int]:

@@ -227,6 +227,21 @@ def _person(turn: Turn, text: str, other: str | None) -> str:
     return turn.speaker
 
 
+def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str], before: str, table: StateTable,
+                 people: frozenset[str], skip: frozenset[str]) -> None:
+    """Fill in what turn `t` tells changed: its change sentences, their words and the thing they say has gone."""
+    told, by_reference, t.things = _change_sentences(turn_texts[t.id], t.speaker,
+                                                     tuple(units[r].relation for r in t.units), table, people)
+    t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
+    if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
+        t.change_words |= t.words | _words(_asked(turn_texts.get(before)), t.speaker, skip)
+    t.told = " ".join(told)
+    if _NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at the
+        t.things |= t.change_words  # prison!"): one rare word of it is enough; in none ("You've moved! I saw the
+        if len(t.change_words) <= 1:  # cottage up for sale."), the turn's other sentences name it
+            t.change_words |= t.words
+
+
 def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
                cfg: TurnLinkConfig | None = None, table: StateTable | None = None) -> dict[int, tuple[int, str]]:
     """{unit of a change turn: (unit of an earlier session's turn whose state it changes, "change")}.
@@ -250,16 +265,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     ids = list(turn_texts)
     before = dict(zip(ids[1:], ids[:-1]))  # turn_texts is in dialogue order
     for t in turns.values():
-        told, by_reference, t.things = _change_sentences(turn_texts[t.id], t.speaker,
-                                                         tuple(units[r].relation for r in t.units), table, people)
-        t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
-        if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
-            t.change_words |= t.words | _words(_asked(turn_texts.get(before.get(t.id, ""))), t.speaker, skip)
-        t.told = " ".join(told)
-        if _NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at
-            t.things |= t.change_words  # the prison!"): one rare word of it is enough; in none ("You've moved! I
-            if len(t.change_words) <= 1:  # saw the cottage up for sale."), the turn's other sentences name it
-                t.change_words |= t.words
+        _read_change(t, units, turn_texts, before.get(t.id, ""), table, people, skip)
     order = sorted(turns.values(), key=lambda t: t.position)
     df: dict[str, int] = {}
     for t in order:
@@ -336,8 +342,9 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         if target is not None:
             out.update(change_link(units, t, free, target, updates, said) if free else
                        retarget(units, t, target, updates, said))
-    for i, got in attribute_links(units, order, person, turn_texts, updates, said).items():
-        out.setdefault(i, got)
+    by_attribute, outranks = attribute_links(units, order, person, turn_texts, updates, said)
+    for i, got in by_attribute.items():  # a new partner or home named outranks a link by shared words
+        out[i] = got if i in outranks else out.get(i, got)
     for target in sorted({j for j, kind in out.values() if kind == "change"}):
         # a state told again in a later session ("We're still above the bakery") notes its first telling (the
         # earlier-session unit of that person its words name), which the change then supersedes too
