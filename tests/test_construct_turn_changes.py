@@ -262,3 +262,18 @@ def test_news_of_the_one_spoken_to_names_its_state_by_one_rare_word() -> None:
     assert _changed(*_chat(old, SMALL_TALK, news)) == [("n/u1", "n/u3")]
     own = (3, 2, "Tamsin", "Tamsin", "hand in", "my keys", "I've handed in my keys at the prison.")
     assert _changed(*_chat(old, SMALL_TALK, own)) == []  # told by its owner, one word of a sentence no unit claims
+
+
+def test_a_role_holder_who_left_or_retired_changes_the_state_that_names_them() -> None:
+    """"left" is read as "leave" (not after a determiner: "on the left"), "retirement" as an end of a job."""
+    gp = (1, 1, "Tamsin", "Tamsin", "be", "Dr Haddrell at the Quayside surgery",
+          "Better. My GP is Dr Haddrell at the Quayside surgery, and she sent me for physio.")
+    left = (3, 2, "Tamsin", "Tamsin", "give", "a Dr Oakshott",
+            "Dr Haddrell's left the Quayside surgery, so I've been given a Dr Oakshott.")
+    assert _changed(*_chat(gp, SMALL_TALK, left)) == [("n/u1", "n/u3")]
+    seated = (3, 2, "Tamsin", "Tamsin", "sit", "on the left", "Dr Haddrell sat on the left at the Quayside surgery.")
+    assert _changed(*_chat(gp, SMALL_TALK, seated)) == []
+    boss = (1, 1, "Tamsin", "Tamsin", "be on", "the forklift in Bay 3",
+            "I'm still on the forklift in Bay 3, and still under Gorringe.")
+    retired = (3, 2, "Tamsin", "Gorringe", "take", "early retirement", "Gorringe took early retirement at Easter.")
+    assert _changed(*_chat(boss, SMALL_TALK, retired)) == [("n/u1", "n/u3")]

@@ -74,10 +74,17 @@ def _has_phrase(toks: list[str], phrases: frozenset[str]) -> bool:
     return any(f" {p} " in line for p in phrases)
 
 
+# irregular pasts of the word tables' verbs that no suffix rule undoes, and what may stand before them as a noun
+_IRREGULAR = {"left": ("leave",)}
+_DETERMINERS = frozenset({"the", "a", "my", "your", "his", "her", "our", "their", "to", "on"})
+
+
 def _tells(toks: list[str], phrases: frozenset[str]) -> bool:
-    """Some word of the sentence, in a base form, starts one of `phrases` that the next words complete."""
+    """Some word of the sentence, in a base form, starts one of `phrases` that the next words complete. An irregular
+    past is read as its verb ("Dr Haddrell's left the surgery"), not after a determiner ("sitting on the left")."""
     for k, t in enumerate(toks):
-        for f in forms(t):
+        past = _IRREGULAR.get(t, ()) if not (k and toks[k - 1] in _DETERMINERS) else ()
+        for f in (*forms(t), *past):
             if f in phrases or any(f"{f} {' '.join(toks[k + 1:k + n])}" in phrases for n in (2, 3)):
                 return True
     return False
