@@ -277,3 +277,14 @@ def test_a_role_holder_who_left_or_retired_changes_the_state_that_names_them() -
             "I'm still on the forklift in Bay 3, and still under Gorringe.")
     retired = (3, 2, "Tamsin", "Gorringe", "take", "early retirement", "Gorringe took early retirement at Easter.")
     assert _changed(*_chat(boss, SMALL_TALK, retired)) == [("n/u1", "n/u3")]
+
+
+def test_a_name_in_a_change_is_enough_to_name_the_state_it_changes() -> None:
+    """One rare word of a sentence no unit claims names a state only with another; a name is enough alone."""
+    teacher = (1, 1, "Zofia", "Zofia's daughter", "adore", "him",
+               "Mr Berthold from the music school on the square. Strict, but she adores him.")
+    retired = (3, 2, "Zofia", "Zofia's daughter", "be", "x",
+               "She is, but with a young woman now. Mr Berthold retired in November.")
+    assert _changed(*_chat(teacher, SMALL_TALK, retired)) == [("n/u1", "n/u3")]
+    unnamed = (3, 2, "Zofia", "Zofia's daughter", "be", "x", "She is, but with a young woman now. Music retired her.")
+    assert _changed(*_chat(teacher, SMALL_TALK, unnamed)) == []

@@ -55,7 +55,7 @@ from qgmem.construct.disposal import disposal, held_before
 from qgmem.construct.leaving import leaving
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_links import named_subject, speakers_of
-from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
+from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, stem, tokens
 from qgmem.types import AtomicUnit
 
 _SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| still| started| moved| left| live| work"
@@ -93,6 +93,7 @@ _PARTICLES = PARTICLES | PREPOSITIONS
 # a state told again ("We're still above the bakery", "same as ever")
 _RESTATED = re.compile(r"\bstill\b|\b(?:same as|as) (?:ever|always|before)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_NAME_IN = re.compile(r"(?<=[\w,;:] )(?-i:[A-Z])[a-z]+(?:['’]s)?\b")  # a capitalised word inside a sentence: a name
 # how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
 _ASKS = re.compile(r"\s*(?:are|is|am|do|does|did|have|has|had|was|were|will|would|can|could|should|how|what|where|who"
                    r"|which|when|why|still|and|any|so|or)\b", re.IGNORECASE)
@@ -236,7 +237,8 @@ def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str]
     if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
         t.change_words |= t.words | _words(_asked(turn_texts.get(before)), t.speaker, skip)
     t.told = " ".join(told)
-    if _NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at the
+    t.things |= frozenset(stem(w) for x in told for w in _NAME_IN.findall(x)) - skip  # a name is as specific as
+    if _NEWS_OF_YOU.search(t.told):  # the thing gone ("Mr Berthold retired in November.")  # news names the state in few words ("So you've handed in your keys at the
         t.things |= t.change_words  # prison!"): one rare word of it is enough; in none ("You've moved! I saw the
         if len(t.change_words) <= 1:  # cottage up for sale."), the turn's other sentences name it
             t.change_words |= t.words
