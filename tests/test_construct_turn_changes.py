@@ -288,3 +288,24 @@ def test_a_name_in_a_change_is_enough_to_name_the_state_it_changes() -> None:
     assert _changed(*_chat(teacher, SMALL_TALK, retired)) == [("n/u1", "n/u3")]
     unnamed = (3, 2, "Zofia", "Zofia's daughter", "be", "x", "She is, but with a young woman now. Music retired her.")
     assert _changed(*_chat(teacher, SMALL_TALK, unnamed)) == []
+
+
+def test_a_question_that_kept_no_unit_gives_its_answer_its_words_when_its_speaker_is_known() -> None:
+    asked = "Did the Tregears' pony get out again?"  # a question: the extractor keeps no unit of it
+    answer = (2, 1, "Delyth", "Mrs Tregear", "have", "him", "Twice. She's had him in the paddock behind us for years.")
+    moved = (4, 2, "Delyth", "pony", "live at", "a sanctuary", "The pony lives at a sanctuary up at Crowcombe now.")
+    units, texts = _chat(answer, SMALL_TALK, moved)
+    texts = {"D1:1": asked, **texts}  # in dialogue order
+    speakers = {"D1:1": "Eirwyn", **{u.first_turn: u.speaker for u in units}}
+    assert turn_links(units, texts, {}, speakers=speakers) == {2: (0, "change")}
+    assert turn_links(units, texts, {}) == {}  # whose question it was is unknown: no answer, no shared word
+    speakers["D1:1"] = "Delyth"  # a question of the answer's own speaker is answered by nobody
+    assert turn_links(units, texts, {}, speakers=speakers) == {}
+
+
+def test_by_now_tells_no_change() -> None:
+    from qgmem.construct.state_table import StateTable
+    from qgmem.construct.turn_changes import _tells_change
+
+    assert not _tells_change("Maren must be packing by now.", "Teodor", StateTable.default())
+    assert _tells_change("Maren works at the bakery on Quay Street now.", "Teodor", StateTable.default())

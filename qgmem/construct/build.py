@@ -324,9 +324,10 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
         return units, traces
     cst = PhaseStats()
     t1, before = time.perf_counter(), usage_snapshot(llm)
-    turn_texts = {t.id: t.text for t in conversation.turns()}
-    roles_fn = _llm_roles(units, llm, store, cfg, report, cst, turn_texts) if consolidation == "llm" and units else None
-    new_units, traces = build_traces(units, cfg.traces, roles_fn, turn_texts=turn_texts)
+    turn_texts, speakers = {t.id: t.text for t in conversation.turns()}, {t.id: t.speaker for t in conversation.turns()}
+    roles_fn = (_llm_roles(units, llm, store, cfg, report, cst, turn_texts, speakers) if consolidation == "llm" and units
+                else None)
+    new_units, traces = build_traces(units, cfg.traces, roles_fn, turn_texts=turn_texts, turn_speakers=speakers)
     changed = [n for o, n in zip(units, new_units) if (o.trace_id, o.trace_role, o.superseded) !=
                (n.trace_id, n.trace_role, n.superseded)]  # only these units' stored records change
     store.put_traces(ns, traces, changed)
@@ -347,14 +348,15 @@ def _mark_complete(store: MemoryStore, ns: str, report: BuildReport) -> None:
 
 
 def _llm_roles(units: list[AtomicUnit], llm: ChatBackend | None, store: MemoryStore, cfg: BuildConfig,
-               report: BuildReport, cst: PhaseStats, turn_texts: dict[str, str]) -> Any:
-    """Update/supplement roles decided by the LLM per trace group; rule roles where it failed."""
+               report: BuildReport, cst: PhaseStats, turn_texts: dict[str, str], speakers: dict[str, str]) -> Any:
+    """Update/supplement roles decided by the LLM per trace group (the groups `build_traces` forms); rule roles where it
+    failed."""
     if llm is None:
         raise ValueError("consolidation='llm' needs an LLM backend")
     from qgmem.construct.consolidate import LLMConsolidator
 
     ns = units[0].namespace
-    groups = [g.members for g in group_traces(units, cfg.traces, turn_texts=turn_texts)]
+    groups = [g.members for g in group_traces(units, cfg.traces, turn_texts=turn_texts, turn_speakers=speakers)]
     outcome = LLMConsolidator(llm).decide([[units[i] for i in g] for g in groups])
     for gi, (err, raw) in outcome.failures.items():
         fkey = f"consolidate:{units[groups[gi][0]].id}"

@@ -17,8 +17,9 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 #  speaker; 18 a thing let go, in the passive; 19 the thing gone, named in a fragment; 20 "finished with", "I never
 #  went."; 21 a thing of three words; 22 "a school took it"; 23 "still" in another sentence; 24 times alone;
 #  25 news of the one spoken to ("So you're ...!", "X says you're in ..."); 26 a new partner or home outranks
-#  a link by shared words; 27 "left" read as "leave"; 28 a name in a change
-TRACE_VERSION = 28
+#  a link by shared words; 27 "left" read as "leave"; 28 a name in a change; 29 a question that kept
+#  no unit has a speaker; "by now"
+TRACE_VERSION = 29
 
 
 def trace_key_parts() -> list[str | int]:

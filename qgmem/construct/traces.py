@@ -159,7 +159,8 @@ def said_key(u: AtomicUnit, position: int) -> tuple[str, int]:
 
 def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None,
                  turn_texts: Mapping[str, str] | None = None, roles: RolesMemo | None = None,
-                 words: list[frozenset[str]] | None = None) -> list[Group]:
+                 words: list[frozenset[str]] | None = None, turn_speakers: Mapping[str, str] | None = None
+                 ) -> list[Group]:
     """Groups of >= `min_size` units (members in memory-time order), in a canonical order.
 
     A unit that names the earlier state it changes across subjects or classes (construct/state_links.py, in
@@ -188,7 +189,8 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
         for g in groups:
             got, sup = _rule_roles_of(units, g, words, table, cfg, roles)
             updates.update({m: sup & set(g.members) for m, role in zip(g.members, got) if role == "update"})
-        extra = {i: got for i, got in turn_links(units, turn_texts, updates, table=table).items()
+        extra = {i: got for i, got in turn_links(units, turn_texts, updates, table=table,
+                                                 speakers=turn_speakers).items()
                  if i not in links or i in updates}
         if extra:
             groups = _place(units, cfg, facts, words, readings, {**links, **extra})
@@ -316,14 +318,14 @@ def rule_roles(group: Group, words: Sequence[frozenset[str]] | Mapping[int, froz
 
 
 def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | None = None,
-                 table: StateTable | None = None, turn_texts: Mapping[str, str] | None = None
-                 ) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
+                 table: StateTable | None = None, turn_texts: Mapping[str, str] | None = None,
+                 turn_speakers: Mapping[str, str] | None = None) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
     """Traces of one namespace and the units with `trace_id`/`trace_role`/`superseded` set (a unit
     whose trace fields are already right is returned as it is, not copied).
 
     `roles_fn(trace_index, members) -> (roles, superseded) | None` may decide roles (the LLM path);
     None falls back to the rule. `turn_texts` (turn id -> text) lets a turn's own words link a change
-    (`group_traces`). Trace ids are `<namespace>/t<i>` in the canonical group order.
+    (`group_traces`); `turn_speakers` (turn id -> speaker) says who asked a question that kept no unit. Trace ids are `<namespace>/t<i>` in the canonical group order.
     """
     if not units:
         return [], []
@@ -331,7 +333,7 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
     ns = units[0].namespace
     memo: RolesMemo = {}
     words = [table.object_words(object_text(u)) for u in units]
-    groups = group_traces(units, cfg, table, turn_texts, memo, words)
+    groups = group_traces(units, cfg, table, turn_texts, memo, words, turn_speakers)
     fields: dict[int, TraceFields] = {}
     traces: list[MemoryTrace] = []
     for ti, g in enumerate(groups):

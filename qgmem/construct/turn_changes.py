@@ -74,12 +74,12 @@ _NEWS_OF_YOU = re.compile(r"^\s*(?:so|oh|wow|well)\b,?\s+(?:you(?:'re|’re|'ve|
 # where the teller had news from: someone else told or saw it ("My cousin saw you two.", "Your mum told me.")
 _SOURCE = re.compile(r"\s*(?:(?:my|your|his|her|their|our)\s+\w+|she|he|they)\s+(?:\w+\s+)?(?:saw|told|tells|says|said"
                      r"|noticed|phoned|rang|heard)\b")
-# "now" that tells no change: a duration ("I've lived here for five years now"), "for now" or "right now" (for
-# the time being) and "for" before it in its clause ("it's quiet for us now"), "now" as a conjunction ("now the
+# "now" that tells no change: a duration ("I've lived here for five years now"), "for now", "right now" or "by now"
+# (for the time being) and "for" before it in its clause ("it's quiet for us now"), "now" as a conjunction ("now the
 # weather's cold"), a plan ("we're going to try that now"), a skill that grew ("I can play two songs now"); a
 # "for" in an earlier clause is not one ("Odile left for another firm, so Bastien is my manager now")
 _DURATION = r"(?:\w+\s+){0,3}?(?:years?|months?|weeks?|days?|decades?|ages|a\s+while|some\s+time|long)\b"
-_NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b|\b(?:for|right|just)\s+now\b"
+_NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b|\b(?:for|right|just|by)\s+now\b"
                            r"|\bnow\s+(?:that|the)\b|\b(?:going to|gonna|about to|off to)\b[^,;:]*\bnow\b"
                            r"|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
 # a state begun at a time: "since <a date>" ("I'm on days since the new year", "Thursdays since October", "since the
@@ -245,11 +245,13 @@ def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str]
 
 
 def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
-               cfg: TurnLinkConfig | None = None, table: StateTable | None = None) -> dict[int, tuple[int, str]]:
+               cfg: TurnLinkConfig | None = None, table: StateTable | None = None,
+               speakers: Mapping[str, str] | None = None) -> dict[int, tuple[int, str]]:
     """{unit of a change turn: (unit of an earlier session's turn whose state it changes, "change")}.
 
     `updates`: the units that already are updates, each with the units it supersedes. A turn whose update
-    already supersedes the state its words name is left as it is; else one of its other units links it."""
+    already supersedes the state its words name is left as it is; else one of its other units links it.
+    `speakers`: each turn's speaker, for the questions that kept no unit (else only turns with units have one)."""
     cfg = cfg or TurnLinkConfig()
     table = table or StateTable.default()
     skip = _change_words()
@@ -285,7 +287,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         changer[t.id] = _person(t, t.told, other)
         recent = [x for x in recent if x != t.speaker][-1:] + [t.speaker]
     turn_of = {r: k for k, t in enumerate(order) for r in t.units}
-    asked = _answered(order, turn_texts, before)
+    asked = _answered(order, turn_texts, before, speakers or {})
     said: dict[int, frozenset[str]] = {}  # unit -> words of its own sentence
     holding: dict[str, list[int]] = {}  # a specific word -> the units whose sentence holds it (a link needs one)
     questions = set(asked.values())
@@ -369,13 +371,14 @@ def _unclaimed(t: Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]
     return _words(" ".join(rest), t.speaker, skip) if rest else frozenset()
 
 
-def _answered(order: list[Turn], turn_texts: Mapping[str, str], before: Mapping[str, str]) -> dict[str, str]:
+def _answered(order: list[Turn], turn_texts: Mapping[str, str], before: Mapping[str, str],
+              speakers: Mapping[str, str]) -> dict[str, str]:
     """{answer turn: the question turn just before it}: a turn of questions only ("Are you still doing the Italian
     night class?") answered by the next turn, of the other speaker ("Yes, I go on Mondays at the college"). The
     answer is the state; the question names what it is about. A question opens as one ("Are", "Still", "And", a
     wh-word) or is a few words; not one that opens with what the asker tells ("I also have a grey parrot called
     Admiral, is a dehumidifier safe for him?", "Thursday's tricky, ..., so maybe Friday?")."""
-    speaker = {t.id: t.speaker for t in order}
+    speaker = {**speakers, **{t.id: t.speaker for t in order}}  # a question that kept no unit has one too
     out = {}
     for t in order:
         q = before.get(t.id)
