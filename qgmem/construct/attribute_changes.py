@@ -1,9 +1,11 @@
-"""Changes of an attribute English names directly (for construct/turn_changes.py): partner status, home and job.
+"""Changes of an attribute English names directly (for construct/turn_changes.py): partner status, home, job and the
+shift worked.
 
 A turn that tells a person's status (single, seeing someone, engaged, married), home or workplace other than the one
 that person last told in an earlier session links that turn, whatever words the two share: "I'm single" -> "we've
 been together since March", "I rent a bedsit on Quayle Road" -> "we've moved into a flat in Hollerby", "I fix buses
-at the Stanway depot" -> "I've started an apprenticeship with Pendry and Daughters". The same holds for a third
+at the Stanway depot" -> "I've started an apprenticeship with Pendry and Daughters", "I'm on nights" -> "the ward
+put me on days" (construct/work_shift.py). The same holds for a third
 person's ("My dad's still at the boatyard in Tolverne" -> "How's your dad?" "He retired at the end of May."): who
 they are comes from the words of the dialogue (construct/holders.py), keyed across sessions by "<speaker>'s dad" or
 a name.
@@ -20,6 +22,7 @@ from qgmem.construct.named_state import merge
 from qgmem.construct.occupation import job, jobs_of_others
 from qgmem.construct.partner_status import partner_status, statuses_of_others
 from qgmem.construct.residence import home, homes_of_others
+from qgmem.construct.work_shift import shifts_of_others, work_shift
 from qgmem.types import AtomicUnit
 
 
@@ -37,6 +40,7 @@ _ATTRIBUTES: tuple[tuple[Callable[[str], _Value | None], Others, Callable[[list[
     (partner_status, statuses_of_others, lambda values: values[-1], True),
     (home, homes_of_others, merge, True),
     (job, jobs_of_others, merge, False),
+    (work_shift, shifts_of_others, lambda values: values[-1], False),
 )
 
 
