@@ -309,3 +309,12 @@ def test_by_now_tells_no_change() -> None:
 
     assert not _tells_change("Maren must be packing by now.", "Teodor", StateTable.default())
     assert _tells_change("Maren works at the bakery on Quay Street now.", "Teodor", StateTable.default())
+
+
+def test_a_class_put_on_another_weekday_changes_its_schedule() -> None:
+    old = (1, 1, "Tamsin", "Tamsin", "have", "my pottery class",
+           "I'll fit it around my pottery class, which is on Thursday evenings.")
+    put = (3, 2, "Tamsin", "Thursdays", "be", "empty", "The art centre put my pottery class on Tuesdays, so Thursdays are empty.")
+    assert _changed(*_chat(old, SMALL_TALK, put)) == [("n/u1", "n/u3")]
+    show = (3, 2, "Tamsin", "Tamsin", "put on", "a show", "We put on a show at the pottery class on Tuesday.")
+    assert _changed(*_chat(old, SMALL_TALK, show)) == []

@@ -61,6 +61,8 @@ def _target_re() -> re.Pattern[str]:
 
 
 _TIME_TARGET = _target_re()
+# "put" something on a day ("put my life-drawing class on Tuesdays"): the object, then the weekday
+_ON_DAY = re.compile(r"(?!on\b)(?:[\w'’-]+\s+){0,4}?on\s+(?:(?:" + "|".join(sorted(WEEKDAYS)) + r")s?)\b")
 
 
 def sentence(text: str, speaker: str) -> str:
@@ -92,10 +94,12 @@ def _tells(toks: list[str], phrases: frozenset[str]) -> bool:
 
 def _told_retime(toks: list[str]) -> bool:
     """A change or retiming verb of the sentence with a time right after its "to" ("switched the long run to
-    Saturday mornings", "has moved to the 7th of October")."""
+    Saturday mornings", "has moved to the 7th of October"), or "put" with one after "on" ("the college put my class
+    on Wednesdays")."""
     verbs = words_of("change") | words_of("retime")
     for k, t in enumerate(toks):
-        if any(f in verbs for f in forms(t)) and _TIME_TARGET.search(" ".join(toks[k + 1:k + 9])):
+        after = " ".join(toks[k + 1:k + 9])
+        if any(f in verbs for f in forms(t)) and _TIME_TARGET.search(after) or t == "put" and _ON_DAY.match(after):
             return True
     return False
 
