@@ -325,8 +325,8 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
     cst = PhaseStats()
     t1, before = time.perf_counter(), usage_snapshot(llm)
     turn_texts, speakers = {t.id: t.text for t in conversation.turns()}, {t.id: t.speaker for t in conversation.turns()}
-    roles_fn = (_llm_roles(units, llm, store, cfg, report, cst, turn_texts, speakers) if consolidation == "llm" and units
-                else None)
+    llm_roles = consolidation == "llm" and units
+    roles_fn = _llm_roles(units, llm, store, cfg, report, cst, turn_texts, speakers) if llm_roles else None
     new_units, traces = build_traces(units, cfg.traces, roles_fn, turn_texts=turn_texts, turn_speakers=speakers)
     changed = [n for o, n in zip(units, new_units) if (o.trace_id, o.trace_role, o.superseded) !=
                (n.trace_id, n.trace_role, n.superseded)]  # only these units' stored records change

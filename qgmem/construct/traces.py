@@ -325,7 +325,8 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
 
     `roles_fn(trace_index, members) -> (roles, superseded) | None` may decide roles (the LLM path);
     None falls back to the rule. `turn_texts` (turn id -> text) lets a turn's own words link a change
-    (`group_traces`); `turn_speakers` (turn id -> speaker) says who asked a question that kept no unit. Trace ids are `<namespace>/t<i>` in the canonical group order.
+    (`group_traces`); `turn_speakers` (turn id -> speaker) says who asked a question that kept no unit. Trace ids
+    are `<namespace>/t<i>` in the canonical group order.
     """
     if not units:
         return [], []

@@ -237,8 +237,9 @@ def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str]
     if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
         t.change_words |= t.words | _words(_asked(turn_texts.get(before)), t.speaker, skip)
     t.told = " ".join(told)
-    t.things |= frozenset(stem(w) for x in told for w in _NAME_IN.findall(x)) - skip  # a name is as specific as
-    if _NEWS_OF_YOU.search(t.told):  # the thing gone ("Mr Berthold retired in November.")  # news names the state in few words ("So you've handed in your keys at the
+    # a name in a change is as specific as the thing it says has gone ("Mr Berthold retired in November.")
+    t.things |= frozenset(stem(w) for x in told for w in _NAME_IN.findall(x)) - skip
+    if _NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at the
         t.things |= t.change_words  # prison!"): one rare word of it is enough; in none ("You've moved! I saw the
         if len(t.change_words) <= 1:  # cottage up for sale."), the turn's other sentences name it
             t.change_words |= t.words

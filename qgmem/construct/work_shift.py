@@ -27,11 +27,12 @@ _SHIFT = (rf"(?:the\s+)?(?:{_HOURS}(?:\s+shifts?)?|(?:nights|days|earlies|lates|
           rf"|(?:night|day|early|late|weekday|weekend)\s+(?:shifts?|rota|runs?|crossings?))")
 _PERSON = r"(?:i|we|you)"
 _ON = re.compile(
-    rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+(?:still\s+|now\s+|only\s+|back\s+|just\s+)*"
-    rf"on\s+{_SHIFT}"
+    rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+"
+    rf"(?:still\s+|now\s+|only\s+|back\s+|just\s+)*on\s+{_SHIFT}"
     rf"|\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?work\s+{_SHIFT}"
     rf"|\bput\s+(?:me|us|you)\s+on\s+{_SHIFT}"
-    rf"|\b{_PERSON}(?:'ve|’ve| have)?\s+(?:switched|swapped|moved|changed|gone|went)\s+(?:over\s+|back\s+)?to\s+{_SHIFT}",
+    rf"|\b{_PERSON}(?:'ve|’ve| have)?\s+(?:switched|swapped|moved|changed|gone|went)\s+(?:over\s+|back\s+)?"
+    rf"to\s+{_SHIFT}",
     re.IGNORECASE)
 _OFF = re.compile(rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are)\s+(?:finally\s+)?off\s+{_SHIFT}|\bno\s+more\s+{_SHIFT}",
                   re.IGNORECASE)
