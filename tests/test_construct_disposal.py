@@ -17,6 +17,8 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
 @pytest.mark.parametrize("sentence, expected", [
     ("We sold it.", Disposal("it", True)),
     ("Sold in March.", Disposal("", True)),
+    ("Bought by a shepherd from the next valley in July.", Disposal("", True)),
+    ("Also, the tandem was taken from outside the library last Tuesday.", Disposal("the tandem", False)),
     ("No, I finally sold it to a collector.", Disposal("it", True)),
     ("It belongs to my nephew now.", Disposal("It", True)),
     ("It went to the village hall in the end.", Disposal("It", True)),
@@ -63,6 +65,7 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "I'd never sell it.", "I haven't sold it yet.", "I want to sell it.", "We might sell it.",  # not done
     "We went to the beach.", "He went to Leeds.", "My sister went to Leeds.", "The kids went to bed.",  # persons
     "He paid for dinner.", "It paid off in the end.", "It went great.",
+    "Bought a new one in July.", "The photo was taken by my dad.",
     "The cats went with her, and the plants went to me.",  # the speaker got something
     "The gig sold out in a day.",
     "I have it now, thanks.", "We've got them now.", "You have it now.",  # the speaker or the one spoken to has it

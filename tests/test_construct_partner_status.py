@@ -30,6 +30,8 @@ from test_construct_turn_changes import _changed, _chat
     ("We've been dating since the Christmas party.", SEEING, None),
     ("So you and Anouk are engaged! Wonderful.", ENGAGED, None),  # "you and X": the one spoken to
     ("We're still rubbing along, married nineteen years in June.", MARRIED, None),
+    ("Oskari and I have parted; the dogs stayed with me.", SINGLE, "Oskari"),
+    ("Tarmo and I ended it in February.", SINGLE, "Tarmo"),
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
     got = partner_status(text)

@@ -246,10 +246,12 @@ def test_news_of_the_one_spoken_to_is_their_change_whoever_the_teller_heard_it_f
     old = (1, 1, "Tamsin", "Tamsin", "be", "the library assistant in Quayside",
            "Quiet. I'm the library assistant in Quayside, three days a week.")
     for news in ("So you're the new caretaker at Quayside Primary! My cousin says you fixed the boiler.",
-                 "I hear you've left the library in Quayside for the school!"):
+                 "I hear you've left the library in Quayside for the school!",
+                 "Your aunt told my mother you've left the library in Quayside."):
         units, texts = _chat(old, SMALL_TALK, (3, 2, "Oren", "Tamsin", "be", "x", news))
         assert _changed(units, texts) == [("n/u1", "n/u3")], news
     for praise in ("Congrats on the library in Quayside!", "I hear you, the library in Quayside is hard work.",
+                   "Last August I told you about the library in Quayside.",
                    "So you're still at the library in Quayside? My cousin says it's closing."):
         units, texts = _chat(old, SMALL_TALK, (3, 2, "Oren", "Tamsin", "be", "x", praise))
         assert _changed(units, texts) == [], praise

@@ -14,6 +14,7 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat
     ("I've been on days since the middle of January.", {"day"}, set()),
     ("They've put me on earlies. Six till two, from this month.", {"early"}, set()),
     ("I work nine to five, Monday to Friday, in an office.", {"nine to five"}, set()),
+    ("I do nights on the maternity ward, Sunday to Wednesday.", {"night"}, set()),
     ("I'm on the two-till-ten at the call centre.", {"two till ten"}, set()),
     ("I switched to the late crossings in June.", {"late"}, set()),
     ("Update: I'm off nights! I've been on the day shift since New Year.", {"day"}, {"night"}),

@@ -45,6 +45,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:gave|given)\s+{_THING}\s+away\b",
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:swapped|exchanged)\s+{_THING}\s+for\b",
     r"^\s*(?:[Ss]old|[Ss]crapped|[Ss]tolen|[Nn]icked)\b(?!\s+out)",  # "Sold in March." (the thing left out)
+    r"^\s*(?:[Bb]ought|[Tt]aken|[Cc]ollected|[Tt]owed)\s+(?:away\s+)?by\b",  # "Bought by a shepherd in July."
     # the owner lets someone have it: "I let them have her in June"
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)?\s+(?:just\s+)?let\s+(?:him|her|them|my\s+\w+|\w+)\s+have\s+{_THING}",
     # the thing goes
@@ -53,7 +54,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b{_THING}\s+(?:now\s+)?belongs\s+to\b",
     rf"\b{_THING}\s+paid\s+for\b",
     rf"\b{_THING}\s+(?:was|were|got|has\s+been|'s\s+been|’s\s+been)\s+(?:stolen|nicked|written\s+off|sold|"
-    rf"collected\s+by|bought\s+by|given\s+away|towed(?:\s+away)?|taken\s+(?:off|away))\b",
+    rf"collected\s+by|bought\s+by|given\s+away|towed(?:\s+away)?|taken\s+(?:off|away|from\s+outside))\b",
     rf"\b{_OR_SUBJECT}(?:'s|’s| is| are|'re|’re)(?=\s+(?:not|no\s+longer)\s+"
     r"(?:mine|ours)\b)",  # "she's not mine any more"
     rf"\b{_THING}\s+has\s+a\s+new\s+owner\b",

@@ -4,8 +4,8 @@ Why: a change of partner status is mostly told in words that share nothing with 
 triple the extractor keeps ("I'm single, and quite happy about it" -> "So, I've met someone. We've been together
 since March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the
 status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through",
-"gave him the ring back"), seeing someone ("my girlfriend Kadri"), engaged ("popped the question", "my fiancé"),
-married. Two statements of one person in different sessions with different values, or
+"gave him the ring back", "X and I have parted"), seeing someone ("my girlfriend Kadri"), engaged ("popped the
+question", "my fiancé"), married. Two statements of one person in different sessions with different values, or
 with different named partners, are a change of that person's relationship state; the same value told again
 ("still together") is not. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a
 turn that speaks to the other person only, about them ("you're going out with ..."); `statuses_of_others` those
@@ -34,7 +34,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (SINGLE, r"\b(?:split up|broke up|broken up|broke it off|broken it off|separated|divorced|separate ways"
              r"|finished things|the divorce)\b"
              r"|\bfinished with (?:him|her|them|(?-i:[A-Z][a-z]+))\b"
-             r"|\bgave (?:him|her|(?-i:[A-Z][a-z]+)) (?:the|his|her|back the) ring(?: back)?\b"),
+             r"|\bgave (?:him|her|(?-i:[A-Z][a-z]+)) (?:the|his|her|back the) ring(?: back)?\b"
+             r"|\b(?:we|[a-z]+ and i)(?:'ve|’ve| have)?\s+(?:parted|ended it)\b"),  # "Ayaal and I have parted"
     (SINGLE, rf"(?:\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)|{_BE3})\s+(?:still\s+|now\s+)?"
              r"(?:(?:very|quite|happily|perfectly)\s+){0,2}single\b|\bsingle again\b"),
     (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
@@ -67,9 +68,9 @@ _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|marrie
                       re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a word every pattern above needs: most turns have none and are passed over in one search
-_ANY = re.compile(r"split|broke|separate|divorce|finished|single|dat(?:ing|ed)|seeing|going out|been with"
-                  r"|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc|still with",
-                  re.IGNORECASE)
+_ANY = re.compile(r"split|broke|separate|divorce|finished|parted|ended it|single|dat(?:ing|ed)|seeing|going out"
+                  r"|been with|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc"
+                  r"|still with", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 #  25 news of the one spoken to ("So you're ...!", "X says you're in ..."); 26 a new partner or home outranks
 #  a link by shared words; 27 "left" read as "leave"; 28 a name in a change; 29 a question that kept
 #  no unit has a speaker; "by now"; 30 the shift worked (work_shift.py); 31 "put X on
-#  Tuesdays"
-TRACE_VERSION = 31
+#  Tuesdays"; 32 "X and I have parted", "I do nights", "Bought by ...", "told my aunt you ..."
+TRACE_VERSION = 32
 
 
 def trace_key_parts() -> list[str | int]:

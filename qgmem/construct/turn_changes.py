@@ -68,7 +68,8 @@ _HEARSAY = re.compile(r"\bi (?:hear|heard|gather|see|saw|noticed|read)\b")
 _NEWS_OF_YOU = re.compile(r"^\s*(?:so|oh|wow|well)\b,?\s+(?:you(?:'re|’re|'ve|’ve| are| have)"
                           r"|you and \w+ (?:are|have))\b"
                           r"|\b(?:i|we)\s+(?:hear|heard|gather)\s+(?:that\s+)?you(?:'re|’re|'ve|’ve|\s+(?!know)\w)"
-                          r"|\b(?:says|said|tells me|told me|told us)\s+(?:that\s+)?you\b"
+                          r"|\b(?:says|said)\s+(?:that\s+)?you\b"
+                          r"|\b(?:tells|told)\s+(?:me|us|(?:my|our|his|her)\s+\w+)\s+(?:that\s+)?you\b"
                           r"|\byou\b[^.!?]*,\s+(?:\w+\s+){1,2}(?:says|tells me|told me)\b"
                           r"|^\s*look at you\b", re.IGNORECASE)
 # where the teller had news from: someone else told or saw it ("My cousin saw you two.", "Your mum told me.")

@@ -5,13 +5,13 @@ Why: a new rota shares no word with the old one ("I'm still on nights at the sor
 no more nights!"; "I'm on the two-till-ten at the call centre" -> "I'm on seven till three since the new year"), and
 the words it does share ("the ward", "the depot") name the workplace, not what changed. English names the shift
 itself, of the speaker or the one spoken to: on a shift ("I'm on nights", "we're on the day shift", "I'm only on
-lates these days"), working one ("I work nights", "I work nine to five"), put on one ("the ward put me on days",
-"they've put me on earlies"), moved to one ("I switched to the late crossings", "I swapped to weekday shifts"), hours
-held ("I'm on seven till three"), or a shift left ("I'm off nights!", "no more nights"). Its value is the shift kinds
-named (night, day, early, late, weekday, weekend) and the hours ("seven till three"). Two statements of one person in
-different sessions are a change when they share no value. Not read: a shift of someone else ("he's on nights"), a
-question, a time that is no shift ("I'm on holiday", "on Tuesday"). General English, no benchmark or fixture
-vocabulary.
+lates these days"), working one ("I work nights", "I do nights", "I work nine to five"), put on one ("the ward put
+me on days", "they've put me on earlies"), moved to one ("I switched to the late crossings", "I swapped to weekday
+shifts"), hours held ("I'm on seven till three"), or a shift left ("I'm off nights!", "no more nights"). Its value is
+the shift kinds named (night, day, early, late, weekday, weekend) and the hours ("seven till three"). Two statements
+of one person in different sessions are a change when they share no value. Not read: a shift of someone else ("he's
+on nights"), a question, a time that is no shift ("I'm on holiday", "on Tuesday"). General English, no benchmark or
+fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _PERSON = r"(?:i|we|you)"
 _ON = re.compile(
     rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+"
     rf"(?:still\s+|now\s+|only\s+|back\s+|just\s+)*on\s+{_SHIFT}"
-    rf"|\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?work\s+{_SHIFT}"
+    rf"|\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?(?:work|do)\s+{_SHIFT}"
     rf"|\bput\s+(?:me|us|you)\s+on\s+{_SHIFT}"
     rf"|\b{_PERSON}(?:'ve|’ve| have)?\s+(?:switched|swapped|moved|changed|gone|went)\s+(?:over\s+|back\s+)?"
     rf"to\s+{_SHIFT}",
