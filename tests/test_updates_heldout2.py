@@ -1,8 +1,8 @@
-"""The later held-out knowledge-update sets (tests/fixtures/updates_heldout2/ to 18/, each
+"""The later held-out knowledge-update sets (tests/fixtures/updates_heldout2/ to 19/, each
 written by a helper blind to the method and committed before any measurement): their labels are valid,
 they share no speaker with the sets written before them nor benchmark vocabulary, and the shared
 measurement runs on them and counts every label. As for the first held-out set, no threshold is asserted:
-the rates are reported (`bench/update_fixtures.py --set heldout2|...|heldout18`, bench/RESULTS.md). A
+the rates are reported (`bench/update_fixtures.py --set heldout2|...|heldout19`, bench/RESULTS.md). A
 held-out set is measured once as held out; after that it is a development set (held-out 2 since commit
 a7d90fd, held-out 3 since 7e67086, held-out 4 since its misses were read), and the next set takes its place
 (held-out 4, measured once at 3906322; held-out 5, committed at f2757be, measured once at e3cb10b; held-out 6,
@@ -13,7 +13,8 @@ at 0858b72; held-out 10, committed at 4441005, measured once at 2654cc1; held-ou
 committed at ad3f426, measured once at 7e3257c; held-out 14, committed at 6dcc851 and
 ef1c09c, measured once at 8fca853; held-out 15, committed at fba6b27, measured once there;
 held-out 16, committed at 896b4bd, measured once at c56b98d; held-out 17, committed at 7df9244,
-measured once there; held-out 18, committed at 4a28fb0, measured once at 349b609).
+measured once there; held-out 18, committed at 4a28fb0, measured once at 349b609; held-out 19, written this way after
+that, not measured yet).
 A set in UNMEASURED has only its labels checked here.
 """
 
@@ -33,8 +34,8 @@ ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updat
          "updates_heldout4", "updates_heldout5", "updates_heldout6", "updates_heldout7", "updates_heldout8",
          "updates_heldout9", "updates_heldout10", "updates_heldout11", "updates_heldout12",
          "updates_heldout13", "updates_heldout14", "updates_heldout15",
-         "updates_heldout16", "updates_heldout17", "updates_heldout18")  # as written
-UNMEASURED: tuple[str, ...] = ()  # held out and not yet measured: its labels are checked, no memory is built
+         "updates_heldout16", "updates_heldout17", "updates_heldout18", "updates_heldout19")  # as written
+UNMEASURED = ("updates_heldout19",)  # held out and not yet measured: its labels are checked, no memory is built
 ROLES = ("user", "assistant")
 
 
