@@ -47,7 +47,7 @@ _ATTRIBUTES: tuple[tuple[Callable[[str], _Value | None], Others, Callable[[list[
 def attribute_links(units: list[AtomicUnit], order: list[Turn], person: Mapping[str, str],
                     turn_texts: Mapping[str, str], updates: Mapping[int, set[int]],
                     said: Mapping[int, frozenset[str]]) -> tuple[dict[int, tuple[int, str]], set[int]]:
-    """Changes of partner status, home and job (see the module docstring): a turn whose value for a person differs from
+    """Changes of partner status, home, job and shift (module docstring): a turn whose value for a person differs from
     the latest value of that person told in an earlier session links that turn's unit, whatever words the two share
     ("I'm single" -> "we've been together since March"; "My dad's at the boatyard" -> "How's your dad?" "He retired
     in May."). Also the units whose link outranks one by shared words."""
