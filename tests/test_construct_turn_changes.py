@@ -320,3 +320,13 @@ def test_a_class_put_on_another_weekday_changes_its_schedule() -> None:
     assert _changed(*_chat(old, SMALL_TALK, put)) == [("n/u1", "n/u3")]
     show = (3, 2, "Tamsin", "Tamsin", "put on", "a show", "We put on a show at the pottery class on Tuesday.")
     assert _changed(*_chat(old, SMALL_TALK, show)) == []
+
+
+def test_an_irregular_past_of_a_phrasal_end_tells_a_change() -> None:
+    from qgmem.construct.state_table import StateTable
+    from qgmem.construct.turn_changes import _tells_change
+
+    table = StateTable.default()
+    assert _tells_change("Dad's finally given up the farmhouse, by the way.", "Oren", table)  # give up
+    assert not _tells_change("He broke his arm on the ice.", "Oren", table)  # no particle: no end
+    assert not _tells_change("It's the house on the left, by the way.", "Oren", table)  # a noun, not "leave"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from qgmem.construct.state_table import IGNORED, PARTICLES, PREPOSITIONS, STOPWORDS, forms, stem, tokens
-from qgmem.words import load_rows
+from qgmem.words import load_rows, load_table
 
 WEEKDAYS = frozenset(d.lower() for d in calendar.day_name)
 MONTHS = frozenset(m.lower() for m in calendar.month_name if m)
@@ -76,17 +76,24 @@ def _has_phrase(toks: list[str], phrases: frozenset[str]) -> bool:
     return any(f" {p} " in line for p in phrases)
 
 
-# irregular pasts of the word tables' verbs that no suffix rule undoes, and what may stand before them as a noun
-_IRREGULAR = {"left": ("leave",)}
-_DETERMINERS = frozenset({"the", "a", "my", "your", "his", "her", "our", "their", "to", "on"})
+# irregular pasts that no suffix rule undoes ("hung" -> hang), and what may stand before one used as a noun or
+# adjective ("on the left", "a broken arm")
+IRREGULAR = load_table("irregular_verbs")
+_DETERMINERS = frozenset({"the", "a", "an", "my", "your", "his", "her", "our", "their", "to", "on"})
+
+
+def verb_forms(toks: list[str], k: int) -> tuple[str, ...]:
+    """The base forms token `k` may inflect, its irregular verb's too ("left" -> leave), unless a determiner stands
+    before it."""
+    past = IRREGULAR.get(toks[k])
+    return (*forms(toks[k]), past) if past and not (k and toks[k - 1] in _DETERMINERS) else forms(toks[k])
 
 
 def _tells(toks: list[str], phrases: frozenset[str]) -> bool:
     """Some word of the sentence, in a base form, starts one of `phrases` that the next words complete. An irregular
     past is read as its verb ("Dr Haddrell's left the surgery"), not after a determiner ("sitting on the left")."""
-    for k, t in enumerate(toks):
-        past = _IRREGULAR.get(t, ()) if not (k and toks[k - 1] in _DETERMINERS) else ()
-        for f in (*forms(t), *past):
+    for k in range(len(toks)):
+        for f in verb_forms(toks, k):
             if f in phrases or any(f"{f} {' '.join(toks[k + 1:k + n])}" in phrases for n in (2, 3)):
                 return True
     return False
@@ -99,7 +106,8 @@ def _told_retime(toks: list[str]) -> bool:
     verbs = words_of("change") | words_of("retime")
     for k, t in enumerate(toks):
         after = " ".join(toks[k + 1:k + 9])
-        if any(f in verbs for f in forms(t)) and _TIME_TARGET.search(after) or t == "put" and _ON_DAY.match(after):
+        if (any(f in verbs for f in verb_forms(toks, k)) and _TIME_TARGET.search(after)
+                or t == "put" and _ON_DAY.match(after)):
             return True
     return False
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from qgmem.words import digest
 
 # the word lists that decide traces (their digest joins the traces' build key)
-TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore", "state_relations",
-               "stopwords", "subject_modifiers", "unresolved_subjects")
+TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore",
+               "state_relations", "stopwords", "subject_modifiers", "unresolved_subjects")
 # part of the traces' build key: bump it when a change of the grouping code changes traces, so stored traces are
 # regrouped, not served. What each version added:
 #  1 subject and class; 2 structural links; 3 whole-turn changes (turn_changes.py); 4 a pronoun object's thing;
@@ -19,8 +19,9 @@ TRACE_WORDS = ("person_nouns", "relation_grammar", "state_changes", "state_class
 #  25 news of the one spoken to ("So you're ...!", "X says you're in ..."); 26 a new partner or home outranks
 #  a link by shared words; 27 "left" read as "leave"; 28 a name in a change; 29 a question that kept
 #  no unit has a speaker; "by now"; 30 the shift worked (work_shift.py); 31 "put X on
-#  Tuesdays"; 32 "X and I have parted", "I do nights", "Bought by ...", "told my aunt you ..."
-TRACE_VERSION = 32
+#  Tuesdays"; 32 "X and I have parted", "I do nights", "Bought by ...", "told my aunt you ..."; 33 irregular
+#  pasts (words/irregular_verbs.txt)
+TRACE_VERSION = 33
 
 
 def trace_key_parts() -> list[str | int]:

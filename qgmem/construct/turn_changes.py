@@ -53,7 +53,7 @@ from qgmem.construct.called_off import called_off
 from qgmem.construct.change_targets import Turn, best_unit, change_link, retarget
 from qgmem.construct.disposal import disposal, held_before
 from qgmem.construct.leaving import leaving
-from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
+from qgmem.construct.state_cues import IRREGULAR, MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_links import named_subject, speakers_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, stem, tokens
 from qgmem.types import AtomicUnit
@@ -134,9 +134,9 @@ def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
     for k, t in enumerate(toks):
         if any(map(_negation, toks[max(0, k - 3):k])):
             continue  # "I won't quit", "not gonna give up"
-        # a phrasal verb ("dropped out", "split up"); a bare verb says too little here ("would quit")
+        # a phrasal verb ("dropped out", "split up", "gave up"); a bare verb says too little here ("would quit")
         if k + 1 < len(toks) and toks[k + 1] in _PARTICLES and t not in AUXILIARIES:
-            _, e, neg, rest = table.relation(f"{t} {toks[k + 1]}")
+            _, e, neg, rest = table.relation(f"{IRREGULAR.get(t, t)} {toks[k + 1]}")
             if e is not None and not neg and not rest and e.kind in ("end", "change") and e.use != "head":
                 return True
         e = table.head_entry(t, skip_leading=False)
