@@ -18,6 +18,8 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
     ("We sold it.", Disposal("it", True)),
     ("Sold in March.", Disposal("", True)),
     ("Bought by a shepherd from the next valley in July.", Disposal("", True)),
+    ("Gone to my cousin's boy in the spring; he got it cheap.", Disposal("", True)),
+    ("The tandem disappeared from the rack by the station.", Disposal("The tandem", False)),
     ("Also, the tandem was taken from outside the library last Tuesday.", Disposal("the tandem", False)),
     ("No, I finally sold it to a collector.", Disposal("it", True)),
     ("It belongs to my nephew now.", Disposal("It", True)),
@@ -66,6 +68,7 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "We went to the beach.", "He went to Leeds.", "My sister went to Leeds.", "The kids went to bed.",  # persons
     "He paid for dinner.", "It paid off in the end.", "It went great.",
     "Bought a new one in July.", "The photo was taken by my dad.",
+    "Gone to the beach for the day!", "My sister disappeared into the crowd.",
     "The cats went with her, and the plants went to me.",  # the speaker got something
     "The gig sold out in a day.",
     "I have it now, thanks.", "We've got them now.", "You have it now.",  # the speaker or the one spoken to has it

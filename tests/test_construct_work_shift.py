@@ -15,6 +15,8 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat
     ("They've put me on earlies. Six till two, from this month.", {"early"}, set()),
     ("I work nine to five, Monday to Friday, in an office.", {"nine to five"}, set()),
     ("I do nights on the maternity ward, Sunday to Wednesday.", {"night"}, set()),
+    ("I work four night shifts a week in the pharmacy.", {"night"}, set()),
+    ("The rota changed: three long days, and no nights at all.", set(), {"night"}),
     ("I'm on the two-till-ten at the call centre.", {"two till ten"}, set()),
     ("I switched to the late crossings in June.", {"late"}, set()),
     ("Update: I'm off nights! I've been on the day shift since New Year.", {"day"}, {"night"}),
@@ -25,6 +27,7 @@ def test_a_shift_is_read_with_its_kind_or_hours(text: str, held: set[str], left:
 
 
 @pytest.mark.parametrize("text", ["I'm on holiday next week.", "Are you still on nights?", "He's on nights.",
+                                  "I have no days off this month.",
                                   "I'm going to Paris on Tuesday.", "I went to the beach on days off."])
 def test_what_tells_no_shift(text: str) -> None:
     assert work_shift(text) is None

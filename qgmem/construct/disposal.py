@@ -46,6 +46,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:swapped|exchanged)\s+{_THING}\s+for\b",
     r"^\s*(?:[Ss]old|[Ss]crapped|[Ss]tolen|[Nn]icked)\b(?!\s+out)",  # "Sold in March." (the thing left out)
     r"^\s*(?:[Bb]ought|[Tt]aken|[Cc]ollected|[Tt]owed)\s+(?:away\s+)?by\b",  # "Bought by a shepherd in July."
+    r"^\s*[Gg]one\s+to\s+(?:my|our|his|her|their)\b",  # "Gone to my cousin's boy in July."
     # the owner lets someone have it: "I let them have her in June"
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)?\s+(?:just\s+)?let\s+(?:him|her|them|my\s+\w+|\w+)\s+have\s+{_THING}",
     # the thing goes
@@ -58,6 +59,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b{_OR_SUBJECT}(?:'s|’s| is| are|'re|’re)(?=\s+(?:not|no\s+longer)\s+"
     r"(?:mine|ours)\b)",  # "she's not mine any more"
     rf"\b{_THING}\s+has\s+a\s+new\s+owner\b",
+    rf"\b{_THING}\s+(?:disappeared|vanished|went\s+missing)\b",  # "the cargo bike disappeared from the rack"
     rf"\b{_THING}\s+(?:now\s+)?lives\s+(?:with|at|on|in)\b[^.!?;]*\bnow\b",  # "Kipper lives on a farm now"
     rf"\b{_THING}(?:'s|’s| has| is)\s+gone(?=\s*(?:[.;!]|$)|,?\s+too\b)",  # "the hatchback's gone, too"
     # someone takes it away, or has it now
@@ -80,7 +82,7 @@ _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bm
 _ANY = re.compile(r"sold|scrapped|stolen|let|collected|bought|towed|taken|mine|ours|rid of|traded|exchanged|gave|"
                   r"given|gone|went|belongs|paid for|away|came|stole|nicked|pinched|swiped|written off|new owner|"
                   r"off with|hands|(?:it|him|her|them)\s+now|ha(?:s|ve)\s+it\b|rehomed|re-homed|donated|lives|"
-                  r"swapped|took|adopted", re.IGNORECASE)
+                  r"swapped|took|adopted|disappeared|vanished|missing", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from functools import lru_cache
 _NUMBER = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|noon|midnight|\d{1,2}(?:[:.]\d\d)?"
            r"(?:\s*(?:am|pm|a\.m\.|p\.m\.))?)")
 _HOURS = rf"{_NUMBER}(?:\s+|-)(?:till|until|to|-)(?:\s+|-){_NUMBER}"
-_SHIFT = (rf"(?:the\s+)?(?:{_HOURS}(?:\s+shifts?)?|(?:nights|days|earlies|lates|weekdays|weekends)\b"
+_COUNT = r"(?:(?:one|two|three|four|five|six|seven|\d)\s+)?"  # "four night shifts a week"
+_SHIFT = (rf"(?:the\s+)?{_COUNT}(?:{_HOURS}(?:\s+shifts?)?|(?:nights|days|earlies|lates|weekdays|weekends)\b"
           rf"|(?:night|day|early|late|weekday|weekend)\s+(?:shifts?|rota|runs?|crossings?))")
 _PERSON = r"(?:i|we|you)"
 _ON = re.compile(
@@ -34,8 +35,8 @@ _ON = re.compile(
     rf"|\b{_PERSON}(?:'ve|’ve| have)?\s+(?:switched|swapped|moved|changed|gone|went)\s+(?:over\s+|back\s+)?"
     rf"to\s+{_SHIFT}",
     re.IGNORECASE)
-_OFF = re.compile(rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are)\s+(?:finally\s+)?off\s+{_SHIFT}|\bno\s+more\s+{_SHIFT}",
-                  re.IGNORECASE)
+_OFF = re.compile(rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are)\s+(?:finally\s+)?off\s+{_SHIFT}"
+                  rf"|\bno\s+(?:more\s+)?{_SHIFT}(?!\s+off)", re.IGNORECASE)  # "no more nights", "no nights at all"
 # the value a match names: its hours as said, or the kind of shift
 _VALUE = re.compile(rf"(?P<hours>{_HOURS})|(?P<kind>night|earl|late|weekday|weekend|day)", re.IGNORECASE)
 _KINDS = {"earl": "early"}
