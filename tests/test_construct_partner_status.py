@@ -32,6 +32,8 @@ from test_construct_turn_changes import _changed, _chat
     ("We're still rubbing along, married nineteen years in June.", MARRIED, None),
     ("Oskari and I have parted; the dogs stayed with me.", SINGLE, "Oskari"),
     ("Tarmo and I ended it in February.", SINGLE, "Tarmo"),
+    ("Tarmo and I were married at the town hall in July.", MARRIED, "Tarmo"),
+    ("I returned the ring in October; we both knew.", SINGLE, None),
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
     got = partner_status(text)

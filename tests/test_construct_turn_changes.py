@@ -330,3 +330,12 @@ def test_an_irregular_past_of_a_phrasal_end_tells_a_change() -> None:
     assert _tells_change("Dad's finally given up the farmhouse, by the way.", "Oren", table)  # give up
     assert not _tells_change("He broke his arm on the ice.", "Oren", table)  # no particle: no end
     assert not _tells_change("It's the house on the left, by the way.", "Oren", table)  # a noun, not "leave"
+
+
+def test_being_off_a_state_tells_a_change_and_an_idiom_does_not() -> None:
+    from qgmem.construct.state_table import StateTable
+    from qgmem.construct.turn_changes import _tells_change
+
+    table = StateTable.default()
+    assert _tells_change("I'm off the trucks. I teach in the simulator room.", "Oren", table)
+    assert not _tells_change("Phew, I'm off the hook for the party.", "Oren", table)

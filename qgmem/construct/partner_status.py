@@ -35,6 +35,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
              r"|finished things|the divorce)\b"
              r"|\bfinished with (?:him|her|them|(?-i:[A-Z][a-z]+))\b"
              r"|\bgave (?:him|her|(?-i:[A-Z][a-z]+)) (?:the|his|her|back the) ring(?: back)?\b"
+             r"|\b(?:returned|handed back|gave back) (?:the|his|her|my) ring\b"
              r"|\b(?:we|[a-z]+ and i)(?:'ve|’ve| have)?\s+(?:parted|ended it)\b"),  # "Ayaal and I have parted"
     (SINGLE, rf"(?:\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)|{_BE3})\s+(?:still\s+|now\s+)?"
              r"(?:(?:very|quite|happily|perfectly)\s+){0,2}single\b|\bsingle again\b"),
@@ -42,7 +43,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (ENGAGED, rf"(?:\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got|(?:you|\w+) and "
               rf"(?:i|\w+) (?:are|'re|’re))|{_BE3})\s+(?:now\s+)?engaged\b"
               r"|\bproposed to (?:me|him|her|(?-i:[A-Z][a-z]+))\b|\bpopped the question\b"),  # not "proposed a rota"
-    (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are)|{_BE3})\s+(?:still\s+)?married\b"
+    (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are|were)|{_BE3})\s+(?:still\s+)?married\b"
               r"|\bmarried (?=(?-i:[A-Z]))"  # not "want to get married"; "she married Cornelius"
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"),  # "muddling along, married twelve years"
     (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b"

@@ -20,8 +20,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  a link by shared words; 27 "left" read as "leave"; 28 a name in a change; 29 a question that kept
 #  no unit has a speaker; "by now"; 30 the shift worked (work_shift.py); 31 "put X on
 #  Tuesdays"; 32 "X and I have parted", "I do nights", "Bought by ...", "told my aunt you ..."; 33 irregular
-#  pasts (words/irregular_verbs.txt); 34 "disappeared", "Gone to my ...", "four night shifts", "no nights"
-TRACE_VERSION = 34
+#  pasts (words/irregular_verbs.txt); 34 "disappeared", "Gone to my ...", "four night shifts", "no nights";
+#  35 "I'm off the trucks", "were married", "returned the ring"
+TRACE_VERSION = 35
 
 
 def trace_key_parts() -> list[str | int]:

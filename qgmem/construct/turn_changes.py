@@ -72,6 +72,9 @@ _NEWS_OF_YOU = re.compile(r"^\s*(?:so|oh|wow|well)\b,?\s+(?:you(?:'re|’re|'ve|
                           r"|\b(?:tells|told)\s+(?:me|us|(?:my|our|his|her)\s+\w+)\s+(?:that\s+)?you\b"
                           r"|\byou\b[^.!?]*,\s+(?:\w+\s+){1,2}(?:says|tells me|told me)\b"
                           r"|^\s*look at you\b", re.IGNORECASE)
+# a state left, told as being off it ("I'm off the trucks.", "we're off the night rota"); not "off the hook"
+_OFF_THE = re.compile(r"\b(?:i'm|i’m|i am|we're|we’re|we are|you're|you’re|you are)\s+(?:finally\s+)?off\s+the\s+"
+                      r"(?!hook\b|phone\b|mark\b|record\b|top\b|wall\b)\w+", re.IGNORECASE)
 # where the teller had news from: someone else told or saw it ("My cousin saw you two.", "Your mum told me.")
 _SOURCE = re.compile(r"\s*(?:(?:my|your|his|her|their|our)\s+\w+|she|he|they)\s+(?:\w+\s+)?(?:saw|told|tells|says|said"
                      r"|noticed|phoned|rang|heard)\b")
@@ -127,7 +130,7 @@ def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
     negated = any(map(_negation, toks))
     if c.replaces or c.ends or (c.present and not _NOT_A_CHANGE.search(sentence)):
         return True
-    if _NEWS_OF_YOU.search(sentence) and not negated:
+    if (_NEWS_OF_YOU.search(sentence) or _OFF_THE.search(sentence)) and not negated:
         return True
     if (c.told_departure or c.told_retime or _BEGAN.search(sentence)) and not negated:  # not "I won't quit"
         return True
