@@ -1,6 +1,6 @@
 """Knowledge-update figures of the in-sample and held-out fixture sets, side by side.
 
-    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2..19|dev|develop] [--failures] [--json PATH]
+    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2..20|dev|develop] [--failures] [--json PATH]
 
 in-sample: tests/fixtures/updates/ (the word lists were iterated on it); dev: tests/fixtures/updates_dev/
 (written before the structural trace rules, developed on); held-out: tests/fixtures/updates_heldout/
@@ -30,7 +30,8 @@ c56b98d: a development set since); held-out 17: tests/fixtures/updates_heldout17
 7df9244, measured once there: a development set since). Held-out 18: tests/fixtures/updates_heldout18/ (written
 blind to the method, 4a28fb0, measured once at 349b609: a development set since). Held-out 19:
 tests/fixtures/updates_heldout19/ (written blind to the method, f5c2280, measured once at a7ab4e3: a development
-set since).
+set since). Held-out 20: tests/fixtures/updates_heldout20/ (written blind to the method; nothing may be tuned
+on it, and only `--set heldout20` measures it, once).
 Each set is built with the real rule extractor into a fresh temporary store and measured by
 `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with counts
 and percentages; `--failures` adds every labelled update that formed no trace, with the units the extractor
@@ -69,14 +70,16 @@ SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.js
         "held-out 16": ROOT / "tests" / "fixtures" / "updates_heldout16" / "conversations.json",
         "held-out 17": ROOT / "tests" / "fixtures" / "updates_heldout17" / "conversations.json",
         "held-out 18": ROOT / "tests" / "fixtures" / "updates_heldout18" / "conversations.json",
-        "held-out 19": ROOT / "tests" / "fixtures" / "updates_heldout19" / "conversations.json"}
+        "held-out 19": ROOT / "tests" / "fixtures" / "updates_heldout19" / "conversations.json",
+        "held-out 20": ROOT / "tests" / "fixtures" / "updates_heldout20" / "conversations.json"}
 CHOICES = {"both": ("in-sample", "held-out 19"), "in-sample": ("in-sample",), "heldout": ("held-out",),
            "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",),
            "heldout5": ("held-out 5",), "heldout6": ("held-out 6",), "heldout7": ("held-out 7",),
            "heldout8": ("held-out 8",), "heldout9": ("held-out 9",), "heldout10": ("held-out 10",),
            "heldout11": ("held-out 11",), "heldout12": ("held-out 12",),
            "heldout13": ("held-out 13",), "heldout14": ("held-out 14",), "heldout15": ("held-out 15",),
-           "heldout16": ("held-out 16",), "heldout17": ("held-out 17",), "heldout18": ("held-out 18",), "heldout19": ("held-out 19",),
+           "heldout16": ("held-out 16",), "heldout17": ("held-out 17",), "heldout18": ("held-out 18",),
+           "heldout19": ("held-out 19",), "heldout20": ("held-out 20",),
            "dev": ("dev",),
            "develop": ("in-sample", "dev", "held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5",
                        "held-out 6", "held-out 7", "held-out 8", "held-out 9", "held-out 10", "held-out 11",
