@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from qgmem.construct.state_table import StateTable
 from qgmem.construct.traces import TraceConfig, build_traces
-from qgmem.construct.turn_changes import turn_links
+from qgmem.construct.turn_changes import _tells_change, turn_links
 from qgmem.types import AtomicUnit
 
 
@@ -306,9 +307,6 @@ def test_a_question_that_kept_no_unit_gives_its_answer_its_words_when_its_speake
 
 
 def test_by_now_tells_no_change() -> None:
-    from qgmem.construct.state_table import StateTable
-    from qgmem.construct.turn_changes import _tells_change
-
     assert not _tells_change("Maren must be packing by now.", "Teodor", StateTable.default())
     assert _tells_change("Maren works at the bakery on Quay Street now.", "Teodor", StateTable.default())
 
@@ -323,9 +321,6 @@ def test_a_class_put_on_another_weekday_changes_its_schedule() -> None:
 
 
 def test_an_irregular_past_of_a_phrasal_end_tells_a_change() -> None:
-    from qgmem.construct.state_table import StateTable
-    from qgmem.construct.turn_changes import _tells_change
-
     table = StateTable.default()
     assert _tells_change("Dad's finally given up the farmhouse, by the way.", "Oren", table)  # give up
     assert not _tells_change("He broke his arm on the ice.", "Oren", table)  # no particle: no end
@@ -333,9 +328,6 @@ def test_an_irregular_past_of_a_phrasal_end_tells_a_change() -> None:
 
 
 def test_being_off_a_state_tells_a_change_and_an_idiom_does_not() -> None:
-    from qgmem.construct.state_table import StateTable
-    from qgmem.construct.turn_changes import _tells_change
-
     table = StateTable.default()
     assert _tells_change("I'm off the trucks. I teach in the simulator room.", "Oren", table)
     assert not _tells_change("Phew, I'm off the hook for the party.", "Oren", table)
