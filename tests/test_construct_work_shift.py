@@ -21,6 +21,8 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat
     ("I switched to the late crossings in June.", {"late"}, set()),
     ("Update: I'm off nights! I've been on the day shift since New Year.", {"day"}, {"night"}),
     ("Managers work days, so no more nights!", set(), {"night"}),
+    ("We're on the day shift at the bakery now.", {"day"}, set()),
+    ("I'm on the early shift this month.", {"early"}, set()),
 ])
 def test_a_shift_is_read_with_its_kind_or_hours(text: str, held: set[str], left: set[str]) -> None:
     assert work_shift(text) == Shift(frozenset(held), frozenset(left))

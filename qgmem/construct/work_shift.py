@@ -41,7 +41,7 @@ _OFF = re.compile(rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are)\s+(?:finally\s+)?
 _VALUE = re.compile(rf"(?P<hours>{_HOURS})|(?P<kind>night|earl|late|weekday|weekend|day)", re.IGNORECASE)
 _KINDS = {"earl": "early"}
 # a word every pattern needs: most turns have none and are passed over in one search
-_ANY = re.compile(r"night|days|earl|late|week|till|until|\bto\b", re.IGNORECASE)
+_ANY = re.compile(rf"night|day|earl|late|week|{_HOURS}", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 
 
