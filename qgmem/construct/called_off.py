@@ -24,6 +24,7 @@ import re
 from functools import lru_cache
 
 from qgmem.construct.ending_reader import Ending, read_ending
+from qgmem.construct.letters import CAP
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS
 from qgmem.construct.state_table import StateTable
 
@@ -43,13 +44,13 @@ _NOT_PLAN = (r"(?!(?:[Ii]|[Ww]e|[Yy]ou|[Hh]e|[Ss]he|[Tt]hey|[Tt]his|[Tt]hat|[Tt]
              r"|[Yy]es|[Nn]o|[Oo]h|[Ww]ell|[Ww]hat|[Ww]ho|[Hh]ow)\b)")
 # the plan as a subject: a pronoun it, "the/our <noun>", or a capitalised name
 _SUBJECT_PLAN = (rf"(?P<thing>[Ii]t|(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){{0,3}}?[\w'’-]+"
-                 rf"|{_NOT_PLAN}[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)")
+                 rf"|{_NOT_PLAN}{CAP}[\w'’-]+(?:\s+{CAP}[\w'’-]+)*)")
 # nouns that name a plan (qgmem/words/state_relations.txt, the plans class as a head word), and "plan", "idea"
 _PLAN_NOUNS = "|".join(sorted({*StateTable.default().nouns("plans"), "plan", "idea"}))
 _PLAN_NOUN = rf"(?:{_PLAN_NOUNS})(?:s|es)?\b"
 # what may be "off" (not "the heating's off"): a name, or a plan noun ("the cycling trip")
 _OFF_PLAN = (rf"(?P<thing>(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){{0,3}}?{_PLAN_NOUN}"
-             rf"|{_NOT_PLAN}[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)")
+             rf"|{_NOT_PLAN}{CAP}[\w'’-]+(?:\s+{CAP}[\w'’-]+)*)")
 _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     # a verb and its particle around the plan; a pronoun moved to a time
     rf"{_SUBJECT}(?:put|pushed|moved|shifted|bumped)\s+{_PLAN}\s+(?:back|forward)\s+(?:{_TIME})",
@@ -74,7 +75,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
 _NOT_DONE = tuple(re.compile(p) for p in (
     rf"{_SUBJECT_PLAN}\s+(?:never\s+happened|(?:didn't|didn’t|did\s+not)\s+happen)\b",
     r"\b(?:[Ii]|[Ww]e)\s+(?:never|didn't|didn’t|did not)\s+(?:go|make it|made it|get|got)\s+"
-    r"(?:to\s+(?=(?-i:[A-Z]))|there\b|in\s+the\s+end\b|after\s+all\b)",
+    rf"(?:to\s+(?=(?-i:{CAP}))|there\b|in\s+the\s+end\b|after\s+all\b)",
     r"^\s*(?:[Ii]|[Ww]e)\s+never\s+went(?=\s*[.!;]|$)",  # "I never went." (what the question before names)
 ))
 # a word one of the patterns needs: most sentences have none and are passed over in one search

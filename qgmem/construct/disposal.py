@@ -28,14 +28,15 @@ from functools import lru_cache
 from typing import TypeVar
 
 from qgmem.construct.ending_reader import CLAUSE
+from qgmem.construct.letters import CAP, LETTER, NAME
 from qgmem.words import load_table
 
 T = TypeVar("T")
 _PRONOUN = re.compile(r"^(?:it|him|her|them|one)$", re.IGNORECASE)
 # the thing, where a pattern names it: a pronoun, "the/my <noun>", or a capitalised name (kept case-sensitive)
-_THING = (r"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:(?!and\b|or\b|I\b)[A-Za-z-]+ ){0,2}?"
-          r"(?!I\b)[A-Za-z]+"  # "the rowing machine", "my old estate car"; not "my colleagues and I"
-          r"|(?!(?:I|We|You|He|She|They|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b)[A-Z][a-z]+)")
+_THING = (rf"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:(?!and\b|or\b|I\b)(?:{LETTER}|-)+ ){{0,2}}?"
+          rf"(?!I\b){LETTER}+"  # "the rowing machine", "my old estate car"; not "my colleagues and I"
+          rf"|(?!(?:I|We|You|He|She|They|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b){NAME})")
 _OR_SUBJECT = _THING.replace("(?P<thing>", "(?P<thing>[Ss]he|[Hh]e|[Tt]hey|")  # "she's not mine": an animal
 _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     # the owner disposes of it
@@ -68,7 +69,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b(?:nicked|stole|pinched|swiped)\s+{_THING}",
     rf"\btook\s+{_THING}\s+off\s+(?:my|our)\s+hands\b",
     rf"(?<![Ii] )(?<![Ww]e )\bbought\s+{_THING}\s+(?:off|from)\s+(?:me|us)\b",  # "a riding school bought her off me"
-    r"(?<![Ii] )(?<![Ww]e )\b(?:took|adopted)\s+(?P<thing>it|him|her|them)\s+(?:in\s+(?-i:[A-Z])\w+|last\s+\w+)\b",
+    rf"(?<![Ii] )(?<![Ww]e )\b(?:took|adopted)\s+(?P<thing>it|him|her|them)\s+(?:in\s+(?-i:{CAP})\w+|last\s+\w+)\b",
     r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )\b(?:has|have)\s+(?:got\s+)?(?P<thing>it|him|her|them)\s+now\b",
     # someone else took it or has it, told as the whole clause: "A school in Elderwick took it.", "The scouts have it."
     r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )(?<![Tt]hey )(?<![Tt]o )\b(?:took\s+(?P<thing>it|him|her|them)|(?:has|have)\s+"

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from qgmem.construct.letters import LOWER, NAME
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS
 from qgmem.words import load_table
 
@@ -36,12 +37,12 @@ def person_nouns(words: Iterable[str]) -> str:
 _NOUNS = person_nouns({*PERSON_GENDER, *_KIN})
 _MENTION = re.compile(
     rf"\b(?P<poss>my|our|your)\s+(?:(?:little|big|older|younger|eldest|youngest|new|old)\s+)?"
-    rf"(?P<noun>{_NOUNS}|parents|folks|in-laws|children)(?P<pl>s)?\b(?:,?\s+(?P<alias>(?-i:[A-Z][a-z]+)))?"
-    rf"|(?P<name>(?-i:[A-Z][a-z]+))",
+    rf"(?P<noun>{_NOUNS}|parents|folks|in-laws|children)(?P<pl>s)?\b(?:,?\s+(?P<alias>(?-i:{NAME})))?"
+    rf"|(?P<name>(?-i:{NAME}))",
     re.IGNORECASE)
 _PLACE_BEFORE = re.compile(r"\b(?:in|at|to|from|near|outside|over|above|into|round)\s+(?:the\s+)?$", re.IGNORECASE)
 _CALENDAR = MONTHS | WEEKDAYS
-_INSIDE = re.compile(r"(?<=[a-z,;:] )(?-i:[A-Z][a-z]+)")  # a capitalised word inside a sentence
+_INSIDE = re.compile(rf"(?<=[{LOWER},;:] )(?-i:{NAME})")  # a capitalised word inside a sentence
 _PRONOUN = {"he": "m", "him": "m", "his": "m", "she": "f", "her": "f", "they": "p", "them": "p", "their": "p"}
 
 

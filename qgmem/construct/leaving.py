@@ -28,6 +28,7 @@ import re
 from functools import lru_cache
 
 from qgmem.construct.ending_reader import Ending, read_ending
+from qgmem.construct.letters import CAP
 from qgmem.construct.state_cues import MONTHS
 from qgmem.construct.state_table import StateTable
 
@@ -76,7 +77,7 @@ _NO_MEMBER = re.compile(r"\b(?:(?:not|no longer) a member(?:\s+(?:any ?more|now)
 _LAST_TIME = re.compile(r"\b(?:[Ii]|[Ww]e)\s+\w+\s+(?:my|our)\s+last\s+\w+\s+(?:with|for)\s+(?P<thing>them|it)\b")
 _GROUP = (r"(?P<thing>[Tt]hey|[Ii]t|(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+"
           r"|(?!(?:I|We|You|He|She|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b)"
-          r"[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)")
+          rf"{CAP}[\w'’-]+(?:\s+{CAP}[\w'’-]+)*)")
 _ENDED = re.compile(rf"{_GROUP}(?:'s|’s| has| had)?\s+(?:just\s+|finally\s+)?(?:folded|disbanded|broken up|broke up"
                     r"|split up|wound up|closed down|shut down|gone under|went under|gone bust|went bust|fallen apart"
                     r"|fell apart)\b")

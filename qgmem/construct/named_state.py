@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from qgmem.construct.holders import person_nouns
+from qgmem.construct.letters import LETTER, NAME
 from qgmem.construct.state_cues import MONTHS, WEEKDAYS
 from qgmem.words import load_table
 
@@ -46,11 +47,11 @@ class Grammar:
 
 _PERSON_NOUNS = person_nouns(load_table("person_nouns"))
 # the speaker ("X and I" too) or the one spoken to
-SELF = Grammar(subject=r"(?:i|we|you|[a-z]+ and i)", be=r"(?:'m|’m|'re|’re| am| are)", have=r"(?:'ve|’ve| have)",
-               poss=r"(?:my|our|your)", obj="me", habit=r"(?:i|we|[a-z]+ and i)", fragments=True)
+SELF = Grammar(subject=rf"(?:i|we|you|{LETTER}+ and i)", be=r"(?:'m|’m|'re|’re| am| are)",
+               have=r"(?:'ve|’ve| have)", poss=r"(?:my|our|your)", obj="me", habit=rf"(?:i|we|{LETTER}+ and i)", fragments=True)
 # a third person: a pronoun, a person noun of a speaker ("my dad", "your big sister", "Mum"), or a name
-_NAME_SUBJECT = (r"(?!(?:we|you|it|my|our|your|this|that|there|here)\b)(?-i:[A-Z][a-z]+)"
-                 r"(?:\s+and\s+(?:him|her|(?-i:[A-Z][a-z]+)))?")
+_NAME_SUBJECT = (rf"(?!(?:we|you|it|my|our|your|this|that|there|here)\b)(?-i:{NAME})"
+                 rf"(?:\s+and\s+(?:him|her|(?-i:{NAME})))?")
 THIRD_SUBJECT = (rf"(?:he|she|they|(?:my|your|our)\s+(?:(?:little|big|older|younger|eldest|youngest|new|old)\s+)?"
                  rf"(?:{_PERSON_NOUNS})s?|{_NAME_SUBJECT})")
 OTHER = Grammar(subject=THIRD_SUBJECT, be=r"(?:'s|’s| is|'re|’re| are)", have=r"(?:'s|’s| has|'ve|’ve| have)",

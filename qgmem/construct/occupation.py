@@ -26,11 +26,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from qgmem.construct.letters import CAP
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
 
-_NAMED = r"(?:[\w'’&-]+\s+){0,7}?(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:[A-Z]))"  # ... at a name
+_NAMED = rf"(?:[\w'’&-]+\s+){{0,7}}?(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:{CAP}))"  # ... at a name
 # a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
-_AT_NAME = r"(?:(?!to\b|it\b)[\w'’&-]+\s+){0,5}?(?:at|for)\s+(?:the\s+)?(?=(?-i:[A-Z]))"
+_AT_NAME = rf"(?:(?!to\b|it\b)[\w'’&-]+\s+){{0,5}}?(?:at|for)\s+(?:the\s+)?(?=(?-i:{CAP}))"
 # verbs of a present habit that are not work (going, shopping, eating, meeting, liking somewhere), and the
 # irregular pasts a bare form cannot tell from the present: "I met her at Rook's", "I had a great time at ..."
 _NOT_WORK = (r"(?!(?:also|still|now|just|really|always|never|even|only|go|shop|eat|meet|see|stay|live|play|"
@@ -48,7 +49,7 @@ def _patterns(g: Grammar) -> Patterns:
     begins = re.compile(
         rf"\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:(?:re)?trained|qualified)\s+as\b"  # "I've trained as a ..."
         rf"|\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:started|starting|begun)\s+(?:(?:at|with)\s+(?:the\s+)?"
-        rf"(?=(?-i:[A-Z]))|as\b|work\b|"
+        rf"(?=(?-i:{CAP}))|as\b|work\b|"
         rf"(?:a|an|{g.poss})\s+(?:new\s+)?(?:[\w'’-]+\s+){{0,2}}?"
         rf"(?:job|apprenticeship|traineeship|role|post|position)\b)"
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)*(?:took|taken|got|landed|accepted)\s+(?:a|the)\s+(?:new\s+)?"
@@ -65,10 +66,10 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)*"
         rf"(?:at|on|behind|with)\s+{_NAMED}"  # "I'm still on the grill at ...", "I've been at the seed bank at ..."
         rf"|\b{s}(?:{g.be}\s+still|{g.have} been)\s+(?:at|with)\s+"
-        rf"(?:the\s+)?(?=(?-i:[A-Z]))"  # "I'm still at Tellwise" (not "I'm at Disneyland!")
+        rf"(?:the\s+)?(?=(?-i:{CAP}))"  # "I'm still at Tellwise" (not "I'm at Disneyland!")
         # a perfect of work at a named place ("Thirty-eight years I've driven for Brigstock Coaches")
         rf"|\b{s}{g.have}\s+(?:\w+ly\s+)?(?!(?:stay|liv|play|shop|eat|see|meet|stopp|look|wait|lodg|visit|camp|"
-        rf"holiday|spen|be|gon|com|go)\w*\b)[a-z]+(?:ed|en)\s+(?:for|at)\s+(?:the\s+)?(?=(?-i:[A-Z]))"
+        rf"holiday|spen|be|gon|com|go)\w*\b)[a-z]+(?:ed|en)\s+(?:for|at)\s+(?:the\s+)?(?=(?-i:{CAP}))"
         rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+)?{_NOT_WORK}[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?"
         rf"{_NOT_WORK}[a-z]+ing\s+{_AT_NAME}",  # "you're selling houses for ..."
@@ -88,8 +89,8 @@ def _patterns(g: Grammar) -> Patterns:
 
 
 _SELF, _OTHER = _patterns(SELF), _patterns(OTHER)
-_ORG = re.compile(r"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?([A-Z][\w'’&-]*(?:\s+(?:[A-Z][\w'’&-]*|&|and"
-                  r"(?=\s+(?!I\b)[A-Z])))*)")
+_ORG = re.compile(rf"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?({CAP}[\w'’&-]*(?:\s+(?:{CAP}[\w'’&-]*|&|and"
+                  rf"(?=\s+(?!I\b){CAP})))*)")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"\b(?:at|for|with|in|as|on)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
                   r"\bsince\b|retired|laid off|unemployed|out of work|trained|qualified",

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from qgmem.construct.letters import CAP, LETTER, NAME
 from qgmem.construct.named_state import HOLDER, THIRD, asks
 
 SINGLE, SEEING, ENGAGED, MARRIED = "single", "seeing", "engaged", "married"
@@ -33,38 +34,38 @@ _BE3 = r"(?:(?<=\w)(?:'s|’s)|\b(?:he|she|they)(?:'re|’re)|\bis|\bare)"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.IGNORECASE)) for v, p in (
     (SINGLE, r"\b(?:split up|broke up|broken up|broke it off|broken it off|separated|divorced|separate ways"
              r"|finished things|the divorce)\b"
-             r"|\bfinished with (?:him|her|them|(?-i:[A-Z][a-z]+))\b"
-             r"|\bgave (?:him|her|(?-i:[A-Z][a-z]+)) (?:the|his|her|back the) ring(?: back)?\b"
+             rf"|\bfinished with (?:him|her|them|(?-i:{NAME}))\b"
+             rf"|\bgave (?:him|her|(?-i:{NAME})) (?:the|his|her|back the) ring(?: back)?\b"
              r"|\b(?:returned|handed back|gave back) (?:the|his|her|my) ring\b"
-             r"|\b(?:we|[a-z]+ and i)(?:'ve|’ve| have)?\s+(?:parted|ended it)\b"),  # "Ayaal and I have parted"
+             rf"|\b(?:we|{LETTER}+ and i)(?:'ve|’ve| have)?\s+(?:parted|ended it)\b"),  # "Ayaal and I have parted"
     (SINGLE, rf"(?:\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)|{_BE3})\s+(?:still\s+|now\s+)?"
              r"(?:(?:very|quite|happily|perfectly)\s+){0,2}single\b|\bsingle again\b"),
     (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
     (ENGAGED, rf"(?:\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got|(?:you|\w+) and "
               rf"(?:i|\w+) (?:are|'re|’re))|{_BE3})\s+(?:now\s+)?engaged\b"
-              r"|\bproposed to (?:me|him|her|(?-i:[A-Z][a-z]+))\b|\bpopped the question\b"),  # not "proposed a rota"
+              rf"|\bproposed to (?:me|him|her|(?-i:{NAME}))\b|\bpopped the question\b"),  # not "proposed a rota"
     (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are|were)|{_BE3})\s+(?:still\s+)?married\b"
-              r"|\bmarried (?=(?-i:[A-Z]))"  # not "want to get married"; "she married Cornelius"
+              rf"|\bmarried (?=(?-i:{CAP}))"  # not "want to get married"; "she married Cornelius"
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"),  # "muddling along, married twelve years"
     (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
              r"together\b|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?together\b"
              r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"
              r"|\b(?:has|have|got|'s got|’s got|'ve got|’ve got)\s+a\s+(?:new\s+)?(?:boyfriend|girlfriend)\b"
-             r"|\b(?:i'm|i am|you're|you are|he's|she's|he is|she is)\s+still\s+with\s+(?-i:[A-Z][a-z]+)\b"
-             r"(?!\s+(?-i:[A-Z]))"),
+             rf"|\b(?:i'm|i am|you're|you are|he's|she's|he is|she is)\s+still\s+with\s+(?-i:{NAME})\b"
+             rf"(?!\s+(?-i:{CAP}))"),
 )) + (  # a named partner is capitalised, so this one keeps its case; "seeing Anna" alone is as often a meeting
-    (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}[A-Z][a-z]+")),
+    (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}{NAME}")),
     # a partner by a possessive: "my girlfriend Kadri", "his fiancée" (not "my ex-boyfriend")
     (SEEING, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:girlfriend|boyfriend)\b")),
     (ENGAGED, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:fiancée|fiancé|fiancee|fiance)\b")),)
 # the partner a status names (case-sensitive: a name is capitalised)
 _SEEING_NAME = re.compile(rf"\b(?:[Ss]eeing|[Dd]ating|[Gg]oing out with|[Ee]ngaged to|[Mm]arried to)\s+"
-                          rf"(?:an? [\w'’-]+ (?:called|named) )?{_TITLE}([A-Z][a-z]+)")
-_PARTNER = re.compile(rf"\b{_TITLE}([A-Z][a-z]+) and I\b|\b{_TITLE}([A-Z][a-z]+) proposed\b"
-                      rf"|\b(?:girlfriend|boyfriend|fiancée|fiancé|fiancee|fiance),? {_TITLE}([A-Z][a-z]+)")
+                          rf"(?:an? [\w'’-]+ (?:called|named) )?{_TITLE}({NAME})")
+_PARTNER = re.compile(rf"\b{_TITLE}({NAME}) and I\b|\b{_TITLE}({NAME}) proposed\b"
+                      rf"|\b(?:girlfriend|boyfriend|fiancée|fiancé|fiancee|fiance),? {_TITLE}({NAME})")
 # whose status: the speaker ("I", "we", "X and I") or the one spoken to, unless a third person is named after them
-_FIRST = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|you|you're|you've)\b|\b[a-z]+ and i\b", re.IGNORECASE)
+_FIRST = re.compile(rf"\b(?:i|i'm|i've|we|we're|we've|you|you're|you've)\b|\b{LETTER}+ and i\b", re.IGNORECASE)
 _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|married|together|seeing|dating)\b",
                       re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -25,12 +25,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from qgmem.construct.letters import CAP, LETTER
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
 
 _DWELLING = (r"(?:flat|house|cottage|room|bedroom|bedsit|studio|bungalow|terrace|place|apartment|lodge|caravan|"
              r"houseboat|farmhouse|maisonette|digs|house share|home|floor)s?")
-_NAME = (r"(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b)(?-i:[A-Z])[\w'’-]*"  # a place, not a weekday
-         r"(?:\s+(?-i:[A-Z])[\w'’-]*)*")
+_NAME = (rf"(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b)(?-i:{CAP})[\w'’-]*"  # a place, not a weekday
+         rf"(?:\s+(?-i:{CAP})[\w'’-]*)*")
 _DET = r"(?:a|an|the|my|our|your|that|this|his|her|their)"
 
 
@@ -50,8 +51,8 @@ def _patterns(g: Grammar) -> Patterns:
         # left one home for another ("since we left the farm for a bungalow in Jessington"), back at a family's home
         + rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)?left\s+(?:the|our|my|his|her|their)\s+(?:[\w'’-]+\s+){{0,2}}?"
         rf"for\s+(?:a|an|the)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\b"
-        rf"|\b{s}{g.be}\s+(?:now\s+)?back\s+(?:at|with)\s+(?:(?:my|our|his|her|their)\s+)?(?:[a-z]+\s+and\s+)?"
-        rf"[a-z]+(?:['’]s\b|s['’](?!\w))",
+        rf"|\b{s}{g.be}\s+(?:now\s+)?back\s+(?:at|with)\s+(?:(?:my|our|his|her|their)\s+)?(?:{LETTER}+\s+and\s+)?"
+        rf"{LETTER}+(?:['’]s\b|s['’](?!\w))",
         re.IGNORECASE)
     stay = re.compile(
         rf"\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:live|lives|lived|living|rent|rents|renting|rented|lodging|lodges)\s+"
@@ -63,12 +64,13 @@ def _patterns(g: Grammar) -> Patterns:
         # above or over a shop ("I'm still above the chemist in Dunwold"), still in or on a named place ("I'm still on
         # Wagtail Row"), squeezed into a room
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+)?(?:above|over)\s+(?:the|a)\s+\w+"
-        rf"|\b{s}(?:{g.be}|{g.have} been)\s+still\s+(?:in|on)\s+(?=(?-i:[A-Z]))"
+        rf"|\b{s}(?:{g.be}|{g.have} been)\s+still\s+(?:in|on)\s+(?=(?-i:{CAP}))"
         rf"|\b{s}{g.be}\s+(?:still\s+)?(?:squeezed|squashed|crammed)\s+into\b"
         # at a relative's for a while ("I've been at my sister's farm in Wrayford since September")
-        rf"|\b{s}(?:{g.have} been|{g.be}\s+still)\s+at\s+(?:my|our|his|her|their)\s+[a-z]+(?:['’]s\b|s['’](?!\w))"
+        rf"|\b{s}(?:{g.have} been|{g.be}\s+still)\s+at\s+(?:my|our|his|her|their)\s+{LETTER}+"
+        rf"(?:['’]s\b|s['’](?!\w))"
         + (rf"|^\s*(?:still|now)\s+in\s+the\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b" if g.fragments else "")
-        + rf"|\b{g.poss}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:[A-Z]))",  # a name
+        + rf"|\b{g.poss}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:{CAP}))",  # a name
         re.IGNORECASE)
     there_now = re.compile(
         rf"\b{s}(?:{g.be}|{g.have} been)\s+"
@@ -83,7 +85,7 @@ def _patterns(g: Grammar) -> Patterns:
 
 _SELF, _OTHER = _patterns(SELF), _patterns(OTHER)
 _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:the\s+)?"
-                    r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
+                    rf"({CAP}[\w'’-]*(?:\s+{CAP}[\w'’-]*)*)")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"liv|rent|shar|stay|crash|flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|back|been|"
                   r"left|apartment|lodg|caravan|maisonette|digs|home|floor|mov|reloc|address|now|since|gone|above|over|"

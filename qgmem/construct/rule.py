@@ -45,8 +45,8 @@ RULE_WORDS = ("chitchat", "framing_verbs", "non_entity_caps", "person_nouns", "p
               "reporting_verbs", "stopwords")
 # 1: regex sentences (qgmem 0.1); 2: spaCy clauses; 3: reduced clauses give way to full ones; 4: a reported
 # clause ("your sister told me you live in York") is the fact; 5: a day in words ("the fourteenth of October")
-# has a fact time
-RULE_VERSION = 5
+# has a fact time; 6: the capitals and words of every Latin, Greek and Cyrillic alphabet (construct/letters.py)
+RULE_VERSION = 6
 MEMO_WINDOWS = 100_000  # windows whose claims one process remembers by content (~9 KB each on LongMemEval haystacks)
 _CLAIMS: OrderedDict[str, list[tuple[int, Claim]]] = OrderedDict()
 

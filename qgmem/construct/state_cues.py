@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from qgmem.construct.letters import CAP, UPPER
 from qgmem.construct.state_table import IGNORED, PARTICLES, PREPOSITIONS, STOPWORDS, forms, stem, tokens
 from qgmem.words import load_rows, load_table
 
@@ -168,7 +169,7 @@ def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
                                                          and _retimed(relation, obj, low, timed, times))
     rel = relation.strip().lower()
     role_at = (rel == "be" or rel.endswith(" as")) and bool(
-        re.match(r"(?:(?:a|an)\s+)?(?:[\w'’-]+\s+){1,6}?(?:at|for)\s+(?:the\s+)?[A-Z0-9]", obj.strip())) and (
+        re.match(rf"(?:(?:a|an)\s+)?(?:[\w'’-]+\s+){{1,6}}?(?:at|for)\s+(?:the\s+)?[{UPPER}0-9]", obj.strip())) and (
         rel != "be" or obj.strip().lower().startswith(("a ", "an ")))
     ends = bool(re.search(r"\bno longer\b|\bnot\b.*\b(?:any ?more)\b|n't\b.*\b(?:any ?more)\b", low))
     transfer = _verb_in(relation, words_of("transfer")) and bool(obj.strip()) and bool(
@@ -182,7 +183,7 @@ def read_cues(text: str, speaker: str, relation: str, obj: str) -> Cues:
                 times=times)
 
 
-_HABITUAL_AT = re.compile(r"^[^.!?;]{0,60}?\b(?:at|for)\s+(?:the\s+)?[A-Z][\w'’&-]*")
+_HABITUAL_AT = re.compile(rf"^[^.!?;]{{0,60}}?\b(?:at|for)\s+(?:the\s+)?{CAP}[\w'’&-]*")
 
 
 def _works_at(relation: str, raw: str) -> bool:

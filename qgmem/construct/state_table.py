@@ -25,6 +25,7 @@ from typing import TypeVar
 
 import Stemmer
 
+from qgmem.construct.letters import ALNUM
 from qgmem.words import load_rows, load_words
 
 Kind = str  # "state" | "end" | "change" | "note" (a remark on a state: "I love my job")
@@ -36,7 +37,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 MEMO_READINGS = 500_000  # readings, relations, subject keys and object words one table remembers
 _stemmer = Stemmer.Stemmer("english")
-_TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’&\-]*|[,;:.!?()\"]")
+_TOKEN_RE = re.compile(rf"{ALNUM}(?:{ALNUM}|['’&\-])*|[,;:.!?()\"]")
 STOPWORDS = load_words("stopwords")
 IGNORED = load_words("state_ignore")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from qgmem.construct.letters import ALNUM, CAP, UPPER
 from qgmem.words import load_words
 
 # word lists live in qgmem/words/*.txt; each file says what its list is for
@@ -15,9 +16,9 @@ STOPWORDS = load_words("stopwords")
 CHITCHAT = load_words("chitchat")
 NON_ENTITY_CAPS = STOPWORDS | CHITCHAT | load_words("non_entity_caps")  # capitalised, yet not names
 
-_SENT_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n")
-_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_CAP_SPAN_RE = re.compile(r"\b[A-Z][\w'’\-]*(?:\s+(?:of|the|de|and|&)?\s*[A-Z][\w'’\-]*)*")
+_SENT_RE = re.compile(rf"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[{UPPER}0-9])|\n\s*\n")
+_WORD_RE = re.compile(rf"{ALNUM}(?:{ALNUM}|['’\-])*")  # "café" is one word, not "caf" and "e"
+_CAP_SPAN_RE = re.compile(rf"\b{CAP}[\w'’\-]*(?:\s+(?:of|the|de|and|&)?\s*{CAP}[\w'’\-]*)*")
 _EDGE_WORDS = {"of", "the", "and", "&", "de"}
 
 

@@ -21,8 +21,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  no unit has a speaker; "by now"; 30 the shift worked (work_shift.py); 31 "put X on
 #  Tuesdays"; 32 "X and I have parted", "I do nights", "Bought by ...", "told my aunt you ..."; 33 irregular
 #  pasts (words/irregular_verbs.txt); 34 "disappeared", "Gone to my ...", "four night shifts", "no nights";
-#  35 "I'm off the trucks", "were married", "returned the ring"; 36 "on the day shift"
-TRACE_VERSION = 36
+#  35 "I'm off the trucks", "were married", "returned the ring"; 36 "on the day shift"; 37 names and words in
+#  every Latin, Greek and Cyrillic alphabet ("Sigrún and I", "at Ġgantija"; construct/letters.py)
+TRACE_VERSION = 37
 
 
 def trace_key_parts() -> list[str | int]:

@@ -53,6 +53,7 @@ from qgmem.construct.called_off import called_off
 from qgmem.construct.change_targets import Turn, best_unit, change_link, retarget
 from qgmem.construct.disposal import disposal, held_before
 from qgmem.construct.leaving import leaving
+from qgmem.construct.letters import CAP, LOWER
 from qgmem.construct.state_cues import IRREGULAR, MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_links import named_subject, speakers_of
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, stem, tokens
@@ -97,7 +98,8 @@ _PARTICLES = PARTICLES | PREPOSITIONS
 # a state told again ("We're still above the bakery", "same as ever")
 _RESTATED = re.compile(r"\bstill\b|\b(?:same as|as) (?:ever|always|before)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_NAME_IN = re.compile(r"(?<=[\w,;:] )(?-i:[A-Z])[a-z]+(?:['’]s)?\b")  # a capitalised word inside a sentence: a name
+# a capitalised word inside a sentence: a name
+_NAME_IN = re.compile(rf"(?<=[\w,;:] )(?-i:{CAP})[{LOWER}]+(?:['’]s)?\b")
 # how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
 _ASKS = re.compile(r"\s*(?:are|is|am|do|does|did|have|has|had|was|were|will|would|can|could|should|how|what|where|who"
                    r"|which|when|why|still|and|any|so|or)\b", re.IGNORECASE)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from qgmem.construct.letters import CAP
 from qgmem.llm.base import ChatBackend, LLMError
 from qgmem.timex import MONTHS, parse_ref, resolve_time
 from qgmem.words import load_words
@@ -20,8 +21,8 @@ from qgmem.words import load_words
 
 # capitalised words of a question that are not names ("What", "According", "Last")
 _STOP_CAPS = load_words("query_stop_caps")
-_LOC_PREP = re.compile(r"\b(?:in|at|near|around|visit(?:ed|ing)?|moved to|trip to|travel(?:led|ed)? to)\s+((?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+)*)")
-_CAP_SEQ = re.compile(r"\b([A-Z][\w'-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w'-]*)*)")
+_LOC_PREP = re.compile(rf"\b(?:in|at|near|around|visit(?:ed|ing)?|moved to|trip to|travel(?:led|ed)? to)\s+((?:{CAP}[\w'-]+)(?:\s+{CAP}[\w'-]+)*)")
+_CAP_SEQ = re.compile(rf"\b({CAP}[\w'-]*(?:\s+(?:of\s+|the\s+)?{CAP}[\w'-]*)*)")
 
 
 @dataclass
