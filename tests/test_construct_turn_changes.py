@@ -12,7 +12,8 @@ import dataclasses
 
 from qgmem.construct.state_table import StateTable
 from qgmem.construct.traces import TraceConfig, build_traces
-from qgmem.construct.turn_changes import _tells_change, turn_links
+from qgmem.construct.change_sentences import tells_change
+from qgmem.construct.turn_changes import turn_links
 from qgmem.types import AtomicUnit
 
 
@@ -307,8 +308,8 @@ def test_a_question_that_kept_no_unit_gives_its_answer_its_words_when_its_speake
 
 
 def test_by_now_tells_no_change() -> None:
-    assert not _tells_change("Maren must be packing by now.", "Teodor", StateTable.default())
-    assert _tells_change("Maren works at the bakery on Quay Street now.", "Teodor", StateTable.default())
+    assert not tells_change("Maren must be packing by now.", "Teodor", StateTable.default())
+    assert tells_change("Maren works at the bakery on Quay Street now.", "Teodor", StateTable.default())
 
 
 def test_a_class_put_on_another_weekday_changes_its_schedule() -> None:
@@ -322,12 +323,23 @@ def test_a_class_put_on_another_weekday_changes_its_schedule() -> None:
 
 def test_an_irregular_past_of_a_phrasal_end_tells_a_change() -> None:
     table = StateTable.default()
-    assert _tells_change("Dad's finally given up the farmhouse, by the way.", "Oren", table)  # give up
-    assert not _tells_change("He broke his arm on the ice.", "Oren", table)  # no particle: no end
-    assert not _tells_change("It's the house on the left, by the way.", "Oren", table)  # a noun, not "leave"
+    assert tells_change("Dad's finally given up the farmhouse, by the way.", "Oren", table)  # give up
+    assert not tells_change("He broke his arm on the ice.", "Oren", table)  # no particle: no end
+    assert not tells_change("It's the house on the left, by the way.", "Oren", table)  # a noun, not "leave"
 
 
 def test_being_off_a_state_tells_a_change_and_an_idiom_does_not() -> None:
     table = StateTable.default()
-    assert _tells_change("I'm off the trucks. I teach in the simulator room.", "Oren", table)
-    assert not _tells_change("Phew, I'm off the hook for the party.", "Oren", table)
+    assert tells_change("I'm off the trucks. I teach in the simulator room.", "Oren", table)
+    assert not tells_change("Phew, I'm off the hook for the party.", "Oren", table)
+
+
+def test_a_turn_telling_an_ending_and_a_beginning_changes_the_state_its_ending_names() -> None:
+    """"I wouldn't know the workshop's hours any more. I've been painting hulls at the marina since May.": the
+    beginning shares a rarer word with a plan told in between (the marina), the ending with the old job."""
+    plan = (3, 2, "Tamsin", "Tamsin", "apply for", "a job at the Westgate marina",
+            "I've applied for a job at the Westgate marina, painting hulls.")
+    new = (4, 3, "Tamsin", "Tamsin", "paint", "hulls",
+           "I wouldn't know the cycle workshop's hours any more. I've been painting hulls at the Westgate marina "
+           "since May.")
+    assert _links(OLD_JOB, SMALL_TALK, plan, new) == {3: (0, "change")}  # not (2, "change"): the marina plan

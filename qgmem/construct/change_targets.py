@@ -28,6 +28,7 @@ class Turn:
     change_words: frozenset[str] = frozenset()  # words of the sentences that tell a change (none: no change)
     told: str = ""  # those sentences
     things: frozenset[str] = frozenset()  # words of a thing they tell has gone ("the pigeons went to ..."), if named
+    end_words: frozenset[str] = frozenset()  # words of the sentences among them that tell an ending ("I left the farm")
 
 
 def change_link(units: list[AtomicUnit], t: Turn, free: list[int], target: int, updates: Mapping[int, set[int]],

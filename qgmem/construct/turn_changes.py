@@ -5,9 +5,11 @@ handed in my notice at the ferry terminal. Friday was my last shift." gives (X |
 shift), so no unit of the turn says what ended. The turn as a whole still does: a sentence of it tells a change (a
 marker such as "now", "instead", "no longer", "anymore"; a departure or a retiming; a phrasal verb or a noun of the
 word table that ends or changes a state, "dropped out", "my notice"; a unit relation of that kind, which holds an
-irregular verb's lemma) and shares its words with the claim of a unit of the same person told in an earlier session
-("I sell tickets at the Harwick ferry terminal"). One of the turn's units then links that unit as a change of its
-state (construct/traces.py places and orders the pair).
+irregular verb's lemma; construct/change_sentences.py) and shares its words with the claim of a unit of the same
+person told in an earlier session ("I sell tickets at the Harwick ferry terminal"). One of the turn's units then links
+that unit as a change of its state (construct/traces.py places and orders the pair). A turn telling an ending and a
+beginning changes the state its ending names ("I wouldn't know the depot hours any more. I've been fixing tugs at
+the airport since August." changes the job at the depot, though an application at the airport was told in between).
 
 Words are content stems without the change markers, plus a token per kind of time a sentence names (a weekday, a
 month, a clock time, a number), so "moved it to September instead" meets "going to Sardinia in July". A link needs a
@@ -49,52 +51,22 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from qgmem.construct.attribute_changes import attribute_links
-from qgmem.construct.called_off import called_off
+from qgmem.construct.change_sentences import NEWS_OF_YOU, change_sentences
 from qgmem.construct.change_targets import Turn, best_unit, change_link, retarget
-from qgmem.construct.disposal import disposal, held_before
-from qgmem.construct.leaving import leaving
+from qgmem.construct.disposal import held_before
 from qgmem.construct.letters import CAP, LOWER
-from qgmem.construct.state_cues import IRREGULAR, MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
+from qgmem.construct.state_cues import MONTHS, WEEKDAYS, read_cues, sentence, thing_words, words_of
 from qgmem.construct.state_links import named_subject, speakers_of
-from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, stem, tokens
+from qgmem.construct.state_table import StateTable, stem
 from qgmem.types import AtomicUnit
 
 _SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| still| started| moved| left| live| work"
                             r"| rent| run| own)\b|\byou and \w+ (?:are|have|'re|’re|'ve|’ve)\b")
 # a report of what the speaker heard ("I hear you've got a new man"): its "I" is not whose state it tells
 _HEARSAY = re.compile(r"\bi (?:hear|heard|gather|see|saw|noticed|read)\b")
-# news of the one spoken to, told to them: heard from someone ("Your mum says you're in Zeebrugge!", "I hear you've
-# stopped ringing") or just found out ("So you've left Lyon!", "Look at you, head chef at the Ostler's Table!").
-# Nobody tells a friend their own state unless it is new to the teller; not praise ("Congrats on the trophy!")
-_NEWS_OF_YOU = re.compile(r"^\s*(?:so|oh|wow|well)\b,?\s+(?:you(?:'re|’re|'ve|’ve| are| have)"
-                          r"|you and \w+ (?:are|have))\b"
-                          r"|\b(?:i|we)\s+(?:hear|heard|gather)\s+(?:that\s+)?you(?:'re|’re|'ve|’ve|\s+(?!know)\w)"
-                          r"|\b(?:says|said)\s+(?:that\s+)?you\b"
-                          r"|\b(?:tells|told)\s+(?:me|us|(?:my|our|his|her)\s+\w+)\s+(?:that\s+)?you\b"
-                          r"|\byou\b[^.!?]*,\s+(?:\w+\s+){1,2}(?:says|tells me|told me)\b"
-                          r"|^\s*look at you\b", re.IGNORECASE)
-# a state left, told as being off it ("I'm off the trucks.", "we're off the night rota"); not "off the hook"
-_OFF_THE = re.compile(r"\b(?:i'm|i’m|i am|we're|we’re|we are|you're|you’re|you are)\s+(?:finally\s+)?off\s+the\s+"
-                      r"(?!hook\b|phone\b|mark\b|record\b|top\b|wall\b)\w+", re.IGNORECASE)
 # where the teller had news from: someone else told or saw it ("My cousin saw you two.", "Your mum told me.")
 _SOURCE = re.compile(r"\s*(?:(?:my|your|his|her|their|our)\s+\w+|she|he|they)\s+(?:\w+\s+)?(?:saw|told|tells|says|said"
                      r"|noticed|phoned|rang|heard)\b")
-# "now" that tells no change: a duration ("I've lived here for five years now"), "for now", "right now" or "by now"
-# (for the time being) and "for" before it in its clause ("it's quiet for us now"), "now" as a conjunction ("now the
-# weather's cold"), a plan ("we're going to try that now"), a skill that grew ("I can play two songs now"); a
-# "for" in an earlier clause is not one ("Odile left for another firm, so Bastien is my manager now")
-_DURATION = r"(?:\w+\s+){0,3}?(?:years?|months?|weeks?|days?|decades?|ages|a\s+while|some\s+time|long)\b"
-_NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b|\b(?:for|right|just|by)\s+now\b"
-                           r"|\bnow\s+(?:that|the)\b|\b(?:going to|gonna|about to|off to)\b[^,;:]*\bnow\b"
-                           r"|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
-# a state begun at a time: "since <a date>" ("I'm on days since the new year", "Thursdays since October", "since the
-# first of April"), or to begin at one ("From August I'm on earlies"); not a duration from an event ("since I was
-# a kid", "since we last talked")
-_DATE = (r"(?:(?:the\s+)?(?:start|end|middle|beginning|first|second|third|\w+th)\s+of\s+)?(?:"
-         + "|".join(sorted(MONTHS | WEEKDAYS)) + r"|spring|summer|autumn|winter|new\s+year|christmas|easter|\d{4})")
-_BEGAN = re.compile(rf"\bsince\s+(?:last\s+|the\s+)?{_DATE}\b|^\s*(?:and\s+)?from\s+(?:next\s+|the\s+)?{_DATE}\b",
-                    re.IGNORECASE)
-_PARTICLES = PARTICLES | PREPOSITIONS
 # a state told again ("We're still above the bakery", "same as ever")
 _RESTATED = re.compile(r"\bstill\b|\b(?:same as|as) (?:ever|always|before)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -118,62 +90,6 @@ def _change_words() -> frozenset[str]:
     """Stems of the change markers ("instead", "these days"): they tell that something changed, not what."""
     roles = ("replaces", "now")
     return frozenset(s for r in roles for p in words_of(r) for s in thing_words(p))
-
-
-@lru_cache(maxsize=200_000)
-def _tells_change(sentence: str, speaker: str, table: StateTable) -> bool:
-    """A claim (not a question) with a marker ("now", "instead", "no longer"; "new" only before a state's noun: "my new
-    job"; not "for five years now" or "I can play two songs now"), a retiming, a departure or a beginning at a date
-    ("since October") told in it, or a relation or noun of the word table that ends or changes a state, not negated."""
-    if sentence.rstrip().endswith("?"):
-        return False
-    c = read_cues(sentence, speaker, "", "")
-    toks = [t for t in tokens(sentence) if t[0].isalpha()]
-    negated = any(map(_negation, toks))
-    if c.replaces or c.ends or (c.present and not _NOT_A_CHANGE.search(sentence)):
-        return True
-    if (_NEWS_OF_YOU.search(sentence) or _OFF_THE.search(sentence)) and not negated:
-        return True
-    if (c.told_departure or c.told_retime or _BEGAN.search(sentence)) and not negated:  # not "I won't quit"
-        return True
-    for k, t in enumerate(toks):
-        if any(map(_negation, toks[max(0, k - 3):k])):
-            continue  # "I won't quit", "not gonna give up"
-        # a phrasal verb ("dropped out", "split up", "gave up"); a bare verb says too little here ("would quit")
-        if k + 1 < len(toks) and toks[k + 1] in _PARTICLES and t not in AUXILIARIES:
-            _, e, neg, rest = table.relation(f"{IRREGULAR.get(t, t)} {toks[k + 1]}")
-            if e is not None and not neg and not rest and e.kind in ("end", "change") and e.use != "head":
-                return True
-        e = table.head_entry(t, skip_leading=False)
-        if e is not None and e.kind in ("end", "change"):  # "handed in my notice", "got a promotion"
-            return True
-        if t == "new" and any(table.head_entry(w, skip_leading=False) is not None for w in toks[k + 1:k + 3]):
-            return True  # "my new job", "a new flat"
-    return False
-
-
-def _negation(token: str) -> bool:
-    return token in NEGATIONS or token.endswith(("n't", "n’t"))
-
-
-@lru_cache(maxsize=20_000)  # whole turns as keys: a 10,000-turn namespace fits, a long one's memory stays bounded
-def _change_sentences(text: str, speaker: str, relations: tuple[str, ...], table: StateTable,
-                      people: frozenset[str]) -> tuple[tuple[str, ...], bool, frozenset[str]]:
-    """(The sentences of a turn that tell a change; whether one of them tells a thing leaving its owner, a person
-    leaving a group or a plan called off by a pronoun or by nothing: "We sold it.", "I dropped it."; the words of
-    such a thing where a sentence names it: "The pigeons went to a club man"). The whole turn when one of its units'
-    relations (which hold an irregular verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered:
-    a namespace's turns are read again whenever it grows."""
-    sentences = _SENTENCE.split(text)
-    gone = [disposal(x, people) or leaving(x, people) or called_off(x, people) for x in sentences]
-    by_reference = any(d is not None and d.by_reference for d in gone)
-    things = frozenset().union(*(thing_words(d.thing) for d in gone if d is not None and not d.by_reference))
-    for rel in relations:
-        e = table.relation(rel)[1]
-        if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):
-            return (text,), by_reference, things
-    told = tuple(x for x, d in zip(sentences, gone) if d is not None or _tells_change(x, speaker, table))
-    return told, by_reference, things
 
 
 def _unnamed(t: Turn, earlier: Callable[[], Iterator[Turn]], turn_texts: Mapping[str, str], questions: set[str],
@@ -227,7 +143,7 @@ def _person(turn: Turn, text: str, other: str | None) -> str:
     """Whose state `text` tells: `other` (the latest other speaker) for a claim about "you" only, else the turn's
     speaker. Whoever the teller heard it from ("My cousin saw you two.", "Your mum told me.") is not a claim."""
     low = text.lower()
-    if other and (_SECOND_PERSON.search(low) or _NEWS_OF_YOU.search(low)):
+    if other and (_SECOND_PERSON.search(low) or NEWS_OF_YOU.search(low)):
         claims = " ".join(x for x in _SENTENCE.split(low) if not _SOURCE.match(x))
         if not _FIRST_PERSON.search(_HEARSAY.sub("", claims)):
             return other
@@ -237,15 +153,17 @@ def _person(turn: Turn, text: str, other: str | None) -> str:
 def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str], before: str, table: StateTable,
                  people: frozenset[str], skip: frozenset[str]) -> None:
     """Fill in what turn `t` tells changed: its change sentences, their words and the thing they say has gone."""
-    told, by_reference, t.things = _change_sentences(turn_texts[t.id], t.speaker,
+    told, by_reference, t.things, ending = change_sentences(turn_texts[t.id], t.speaker,
                                                      tuple(units[r].relation for r in t.units), table, people)
     t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
     if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
         t.change_words |= t.words | _words(_asked(turn_texts.get(before)), t.speaker, skip)
     t.told = " ".join(told)
+    if not by_reference:  # "We sold it.": its words do not name the thing
+        t.end_words = frozenset().union(*(_words(x, t.speaker, skip) for x in ending))
     # a name in a change is as specific as the thing it says has gone ("Mr Berthold retired in November.")
     t.things |= frozenset(stem(w) for x in told for w in _NAME_IN.findall(x)) - skip
-    if _NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at the
+    if NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at the
         t.things |= t.change_words  # prison!"): one rare word of it is enough; in none ("You've moved! I saw the
         if len(t.change_words) <= 1:  # cottage up for sale."), the turn's other sentences name it
             t.change_words |= t.words
@@ -321,10 +239,11 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         return subj if named_subject(units[r].subject, subj, speakers) and subj not in speakers else ""
 
     def pick(words: frozenset[str], k: int, session: str, who: str, about: frozenset[str] = frozenset(),
-             things: frozenset[str] = frozenset()) -> tuple[float, int, int] | None:
-        """(weight, turn position, -row) of the earlier-session unit before turn `k` that `words` name, of `who`
-        or, whoever told it, about one of the third persons `about`."""
-        best: tuple[float, int, int] | None = None  # the latest turn on a tie
+             things: frozenset[str] = frozenset(), first: frozenset[str] = frozenset()
+             ) -> tuple[bool, float, int, int] | None:
+        """(names a word of `first`, weight, turn position, -row) of the earlier-session unit before turn `k` that
+        `words` name, of `who` or, whoever told it, about one of the third persons `about`."""
+        best: tuple[bool, float, int, int] | None = None  # the latest turn on a tie
         for r in {r for w in words for r in holding.get(w, ())}:  # a whole-turn unit ("say") is a state too
             o = order[turn_of[r]]
             if turn_of[r] >= k or o.session == session or (person[o.id] != who and third(r) not in about):
@@ -334,7 +253,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             if len(rare) >= cfg.min_shared or things & set(rare):  # an unclaimed sentence of the turn names it: two
                 shared |= frozenset(rare)  # rare words, or the thing a change says has gone ("My racing pigeons.")
             if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared):
-                key = (sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
+                key = (bool(shared & first), sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
                 if best is None or key > best:
                     best = key
         return best
@@ -344,12 +263,14 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         free = [r for r in t.units if r not in updates]
         if not t.change_words:
             continue
-        best = pick(t.change_words, k, t.session, changer[t.id], frozenset(third(r) for r in t.units) - {""},
-                    t.things)
+        about = frozenset(third(r) for r in t.units) - {""}
+        # a turn telling an ending and a beginning ("I left the fish farm in August and signed on as a deckhand")
+        # changes the state its ending names, though its beginning may share more words with another turn
+        best = pick(t.change_words, k, t.session, changer[t.id], about, t.things, t.end_words)
         held = None if best is not None else _unnamed(t, lambda: (o for o in reversed(order[:k]) if o.session !=
                                                                   t.session and person[o.id] == changer[t.id]),
                                                       turn_texts, questions, people, skip)
-        target = -best[2] if best is not None else best_unit(units, held.units, t.words) if held else None
+        target = -best[3] if best is not None else best_unit(units, held.units, t.words) if held else None
         if target is not None:
             out.update(change_link(units, t, free, target, updates, said) if free else
                        retarget(units, t, target, updates, said))
@@ -365,7 +286,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         first = pick(said.get(target, frozenset()) | extra.get(target, frozenset()), turn_of[target], o.session,
                      person[o.id])
         if first is not None:
-            out[target] = (-first[2], "note")
+            out[target] = (-first[3], "note")
     return out
 
 
