@@ -34,6 +34,10 @@ from test_construct_turn_changes import _changed, _chat
     ("Tarmo and I ended it in February.", SINGLE, "Tarmo"),
     ("Tarmo and I were married at the town hall in July.", MARRIED, "Tarmo"),
     ("I returned the ring in October; we both knew.", SINGLE, None),
+    ("Brannoc and I have been a couple since the harvest dance.", SEEING, "Brannoc"),
+    ("We tied the knot in May, on the old pier!", MARRIED, None),
+    ("My husband Orrin grumbled at the rain all day.", MARRIED, "Orrin"),
+    ("Orrin and I went our own ways in March.", SINGLE, "Orrin"),
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
     got = partner_status(text)
@@ -53,6 +57,7 @@ def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str
     "We'd like to get married one day, maybe.",  # a wish, not a status
     "My cousin and Teodor are engaged, apparently.",  # a third person's status
     "They want to be married within two years.",
+    "My wife's brother fixed the gate.",  # the wife's brother: no status told
 ])
 def test_no_status_is_read_where_none_of_the_speaker_is_told(text: str) -> None:
     assert partner_status(text) is None
@@ -93,3 +98,10 @@ def test_another_persons_status_does_not_change_the_speakers() -> None:
                          (3, 2, "Caspian", "Caspian", "marry", "Imelda",
                           "Imelda and I are getting married in June!"))
     assert _changed(units, texts) == []  # Caspian told no status before; Wenonah's stays as it was
+
+
+def test_together_after_married_is_no_change_unless_with_another_named_partner() -> None:
+    wed = Status(MARRIED, None)
+    assert not Status(SEEING, None).differs(wed)  # "my husband" ... "we've been together ten years"
+    assert Status(SEEING, "Ilar").differs(Status(MARRIED, "Orrin"))
+    assert Status(SINGLE, None).differs(wed)

@@ -4,8 +4,8 @@ Why: a change of partner status is mostly told in words that share nothing with 
 triple the extractor keeps ("I'm single, and quite happy about it" -> "So, I've met someone. We've been together
 since March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the
 status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through",
-"gave him the ring back", "X and I have parted"), seeing someone ("my girlfriend Kadri"), engaged ("popped the
-question", "my fiancé"), married. Two statements of one person in different sessions with different values, or
+"gave him the ring back", "X and I have parted", "went our own ways"), seeing someone ("my girlfriend Kadri", "we've
+been a couple since ..."), engaged ("popped the question", "my fiancé"), married ("tied the knot", "my husband"). Two statements of one person in different sessions with different values, or
 with different named partners, are a change of that person's relationship state; the same value told again
 ("still together") is not. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a
 turn that speaks to the other person only, about them ("you're going out with ..."); `statuses_of_others` those
@@ -33,7 +33,7 @@ _BE3 = r"(?:(?<=\w)(?:'s|’s)|\b(?:he|she|they)(?:'re|’re)|\bis|\bare)"
 # (value, pattern) in the order they are tried: an ending or an engagement says more than "together"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.IGNORECASE)) for v, p in (
     (SINGLE, r"\b(?:split up|broke up|broken up|broke it off|broken it off|separated|divorced|separate ways"
-             r"|finished things|the divorce)\b"
+             r"|finished things|the divorce|called it quits)\b|\b(?:went|gone|go|going) (?:our|their) own ways\b"
              rf"|\bfinished with (?:him|her|them|(?-i:{NAME}))\b"
              rf"|\bgave (?:him|her|(?-i:{NAME})) (?:the|his|her|back the) ring(?: back)?\b"
              r"|\b(?:returned|handed back|gave back) (?:the|his|her|my) ring\b"
@@ -46,10 +46,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
               rf"|\bproposed to (?:me|him|her|(?-i:{NAME}))\b|\bpopped the question\b"),  # not "proposed a rota"
     (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are|were)|{_BE3})\s+(?:still\s+)?married\b"
               rf"|\bmarried (?=(?-i:{CAP}))"  # not "want to get married"; "she married Cornelius"
-              r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"),  # "muddling along, married twelve years"
+              r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"  # "muddling along, married twelve years"
+              r"|\b(?:tied|tie|tying) the knot\b|\bgot hitched\b"),
     (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
-             r"together\b|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?together\b"
+             r"(?:together|a couple|an item)\b"
+             r"|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?(?:together|a couple|an item)\b"
              r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"
              r"|\b(?:has|have|got|'s got|’s got|'ve got|’ve got)\s+a\s+(?:new\s+)?(?:boyfriend|girlfriend)\b"
              rf"|\b(?:i'm|i am|you're|you are|he's|she's|he is|she is)\s+still\s+with\s+(?-i:{NAME})\b"
@@ -58,12 +60,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}{NAME}")),
     # a partner by a possessive: "my girlfriend Kadri", "his fiancée" (not "my ex-boyfriend")
     (SEEING, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:girlfriend|boyfriend)\b")),
-    (ENGAGED, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:fiancée|fiancé|fiancee|fiance)\b")),)
+    (ENGAGED, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:fiancée|fiancé|fiancee|fiance)\b")),
+    (MARRIED, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:husband|wife)\b(?!['’]s)")),)  # not "my wife's sister"
 # the partner a status names (case-sensitive: a name is capitalised)
 _SEEING_NAME = re.compile(rf"\b(?:[Ss]eeing|[Dd]ating|[Gg]oing out with|[Ee]ngaged to|[Mm]arried to)\s+"
                           rf"(?:an? [\w'’-]+ (?:called|named) )?{_TITLE}({NAME})")
 _PARTNER = re.compile(rf"\b{_TITLE}({NAME}) and I\b|\b{_TITLE}({NAME}) proposed\b"
-                      rf"|\b(?:girlfriend|boyfriend|fiancée|fiancé|fiancee|fiance),? {_TITLE}({NAME})")
+                      rf"|\b(?:girlfriend|boyfriend|fiancée|fiancé|fiancee|fiance|husband|wife),? {_TITLE}({NAME})")
 # whose status: the speaker ("I", "we", "X and I") or the one spoken to, unless a third person is named after them
 _FIRST = re.compile(rf"\b(?:i|i'm|i've|we|we're|we've|you|you're|you've)\b|\b{LETTER}+ and i\b", re.IGNORECASE)
 _NEGATED = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:\w+\s+){0,2}(?:engaged|married|together|seeing|dating)\b",
@@ -72,7 +75,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a word every pattern above needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"split|broke|separate|divorce|finished|parted|ended it|single|dat(?:ing|ed)|seeing|going out"
                   r"|been with|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc"
-                  r"|still with", re.IGNORECASE)
+                  r"|still with|quits|own ways|couple|item|knot|hitched|husband|wife", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -81,8 +84,9 @@ class Status:
     partner: str | None  # a partner named in the sentence, when one is
 
     def differs(self, earlier: Status) -> bool:
-        """A change of status: another value, or the same value with another named partner."""
-        if self.value != earlier.value:
+        """A change of status: another value, or the same value with another named partner. Together after married,
+        with no partner named, is no change ("my husband" ... "we've been together ten years")."""
+        if self.value != earlier.value and not (earlier.value == MARRIED and self.value == SEEING and not self.partner):
             return True
         return self.value != SINGLE and None not in (self.partner, earlier.partner) and self.partner != earlier.partner
 
