@@ -61,7 +61,7 @@ def test_a_turn_without_units_takes_the_other_speaker_for_its_my_and_your() -> N
      NamedState(frozenset({"Stavemoor"}), True)),
     (jobs_of_others, "My husband's still a foreman at Gethwick Steel.", "My husband",
      NamedState(frozenset({"Gethwick Steel"}), False)),
-    (jobs_of_others, "No, he took a job at an agency in the city centre.", "he", NamedState(frozenset(), True)),
+    (jobs_of_others, "No, he took a job at an agency in the city centre.", "he", NamedState(frozenset({"agency"}), True)),
     (jobs_of_others, "He retired at the end of May.", "He", NamedState(frozenset(), False, ended=True)),
 ])
 def test_third_persons_homes_and_jobs_are_read_with_the_words_that_name_them(read, text, words, value) -> None:

@@ -32,6 +32,9 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("And the vets took me on as a trainee nurse.", set(), True),
     ("The hotel made me assistant manager.", set(), True),
     ("I started a new job as an analyst last week.", set(), True),
+    ("I milk sixty goats at my aunt's farm, twice a day.", {"farm"}, False),  # a place of work, no name
+    ("I drive a gritter for the council all winter.", {"council"}, False),
+    ("Still the same: I'm still at the oil depot, twelve-hour shifts.", {"depot"}, False),
 ])
 def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun: bool) -> None:
     assert job(text) == NamedState(frozenset(names), begun)
@@ -46,6 +49,8 @@ def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun:
     "I go to yoga at Fitness First.", "I love hiking in Yosemite.", "I'm at Disneyland!",
     "I'm in love with Paris.", "I also use it to stand up for the Harbour Trust.", "I worked with Rust.",
     "Meet you tonight at Dolan's!", "I started with podcasts and maps.",
+    "I buy bread at the bakery on the corner.", "I'm running for office again.",  # an errand; no place of work
+    "I'm on the hunt for a good spot for my pottery studio.",  # "for my ...": not where one works
 ])
 def test_what_tells_no_job(text: str) -> None:
     assert job(text) is None
@@ -112,3 +117,10 @@ def test_a_job_after_none_and_none_after_a_job_are_changes_and_an_end_told_twice
     ended = NamedState(frozenset(), False, ended=True)
     named = NamedState(frozenset({"Kessler Print"}), False)
     assert ended.differs(named) and NamedState(frozenset(), True).differs(ended) and not ended.differs(ended)
+
+
+def test_a_job_at_a_place_of_work_without_a_name_changes_to_another() -> None:
+    old = (1, 1, "Ilse", "Ilse", "milk", "sixty goats", "I milk sixty goats at my aunt's farm, twice a day.")
+    new = (3, 2, "Ilse", "Ilse", "fit out", "narrowboats",
+           "From June on I fit out narrowboats at the boatyard in Pellow. No more early milking.")
+    assert _changed(*_chat(old, SMALL_TALK, new)) == [("n/u1", "n/u3")]

@@ -72,7 +72,8 @@ _FIRST = re.compile(r"\b(?:i|we|i'm|i’m|we're|we’re|i've|i’ve|we've|we’v
 
 @dataclass(frozen=True)
 class NamedState:
-    names: frozenset[str]  # the capitalised names the statements give ("Lindell Court", "Gilded Pike")
+    names: frozenset[str]  # the capitalised names the statements give ("Lindell Court", "Gilded Pike"), else a noun
+    # a reader takes for the value ("farm": construct/occupation.py)
     begun: bool  # told as a beginning ("moved in with", "got the keys to", "started at")
     weak: bool = False  # told only as a present habit ("I operate one of the cranes now"): it may be the attribute
     ended: bool = False  # told as ended, with nothing after it ("he retired in June"): none is a value too
@@ -81,8 +82,8 @@ class NamedState:
         """A change: a beginning of something other than the earlier statement names, or other names only.
         A name is the same as one whose words it holds or is held by ("Fairholme", "Fairholme Observatory").
         A weak statement changes only a state that names its value, and is none to change."""
-        if (self.weak or earlier.weak) and not earlier.names:
-            return False
+        if (self.weak or earlier.weak) and not any(n[:1].isupper() for n in earlier.names):
+            return False  # nor one whose value is only a common noun ("at the shop"): too weak against too weak
         if self.ended or earlier.ended:  # told ended twice is one change; a job after the end is another
             return not (self.ended and earlier.ended) and (self.ended or self.begun or bool(self.names))
         if self.begun:
@@ -168,5 +169,7 @@ def _statements(text: str, patterns: Patterns,
             continue
         found = frozenset(n for n in (" ".join(w for w in g.split() if w not in _NOT_NAME).strip("'’")
                                       for g in names.findall(sentence[m.start():])) if n) if not ended else frozenset()
+        if any(n[:1].isupper() for n in found):  # a name says more than a common noun ("the seed bank at Ostley")
+            found = frozenset(n for n in found if n[:1].isupper())
         out.append((sentence, start, NamedState(found, begin is not None or maybe, weak=maybe, ended=ended), m))
     return out

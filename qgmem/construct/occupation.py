@@ -11,9 +11,11 @@ Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in th
 ("Thirty-eight years I've driven for Brigstock Coaches"), or a beginning ("I've trained as a phlebotomist at ...",
 "I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a
 trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ..."). Its value is the
-capitalised names after "at", "for", "with" or "in". A habit with no named organisation is read only as the present
-one, weakly ("I operate one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it
-changes a job told with a name and is no job to change. A job ended with nothing after it ("I retired in June", "he
+capitalised names after "at", "for", "with" or "in", else the noun of a place of work (words/workplaces.txt: "I milk
+cows at my uncle's farm", "he drives a gritter for the council"; not an errand there: "I buy bread at the bakery").
+A habit with no named organisation is read only as the present one, weakly ("I operate one of the cranes now",
+"Since June I drive the bakery van"): it may be a pastime, so it changes a job told with a name (not one told only
+by a common noun) and is no job to change. A job ended with nothing after it ("I retired in June", "he
 lost his job", "she was made redundant", "I'm still unemployed") is a value too: it changes a job, and a job after
 it changes it; told twice it is one change. Not read, beside what construct/named_state.py says: such a habit
 without "now" ("I drive the airport shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere
@@ -28,17 +30,29 @@ from functools import lru_cache
 
 from qgmem.construct.letters import CAP
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
+from qgmem.words import load_words
 
-_NAMED = rf"(?:[\w'’&-]+\s+){{0,7}}?(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:{CAP}))"  # ... at a name
+# a place of work named by a common noun ("the boatyard", "my uncle's farm"; words/workplaces.txt)
+_WORKPLACE = "|".join(sorted((w.replace(" ", r"\s+") for w in load_words("workplaces")), key=len, reverse=True))
+_NOUN = rf"(?:[\w'’-]+\s+){{0,2}}?(?:{_WORKPLACE})s?\b"  # after at most two words: "district hospital", "my uncle's farm"
+# a place of work ahead: after "at", "with" or "in", or after "for" and an article ("drives a gritter for the
+# council"; not "running for office", "for my dance studio", "on the hunt for ...")
+_AT_NOUN = rf"(?:(?:at|with|in)\s+(?={_NOUN})|for\s+(?=(?:the|a|an)\s+{_NOUN}))"
+_NAMED = (rf"(?:[\w'’&-]+\s+){{0,7}}?(?:(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:{CAP}))"  # at a name
+          rf"|{_AT_NOUN})")
 # a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
-_AT_NAME = rf"(?:(?!to\b|it\b)[\w'’&-]+\s+){{0,5}}?(?:at|for)\s+(?:the\s+)?(?=(?-i:{CAP}))"
+_OBJECT = r"(?:(?!to\b|it\b)[\w'’&-]+\s+){0,5}?"
+_AT_NAME = rf"{_OBJECT}(?:at|for)\s+(?:the\s+)?(?=(?-i:{CAP}))"
 # verbs of a present habit that are not work (going, shopping, eating, meeting, liking somewhere), and the
 # irregular pasts a bare form cannot tell from the present: "I met her at Rook's", "I had a great time at ..."
 _NOT_WORK = (r"(?!(?:also|still|now|just|really|always|never|even|only|go|shop|eat|meet|see|stay|live|play|"
-             r"pray|look|wait|love|like|enjoy|hate|feel|use|had|has|is|does|say|met|"
+             r"pray|look|wait|love|like|enjoy|hate|feel|use|had|has|is|does|say|met|volunteer|"
              r"went|saw|got|took|made|came|found|spent|left|was|were|did|ran|sat|stood|bought|sold|thought|kept|"
              r"ate|drank|lost|won|told|said|heard|gave|brought|caught|taught|wrote|read)"
              r"(?:s|es|ing)?\b)")
+# nor, at a place of work named by a common noun, an errand ("I buy bread at the bakery", "I pick her up at the school")
+_ERRAND = (r"(?!(?:buy|order|drink|grab|pick|drop|take|sit|sleep|rest|relax|swim|study|visit|park|queue|borrow|"
+           r"collect)(?:s|es|ing)?\b)")
 
 
 def _patterns(g: Grammar) -> Patterns:
@@ -66,13 +80,14 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)*"
         rf"(?:at|on|behind|with)\s+{_NAMED}"  # "I'm still on the grill at ...", "I've been at the seed bank at ..."
         rf"|\b{s}(?:{g.be}\s+still|{g.have} been)\s+(?:at|with)\s+"
-        rf"(?:the\s+)?(?=(?-i:{CAP}))"  # "I'm still at Tellwise" (not "I'm at Disneyland!")
+        rf"(?:(?:the\s+)?(?=(?-i:{CAP}))|(?={_NOUN}))"  # "I'm still at Tellwise" (not "I'm at Disneyland!")
         # a perfect of work at a named place ("Thirty-eight years I've driven for Brigstock Coaches")
         rf"|\b{s}{g.have}\s+(?:\w+ly\s+)?(?!(?:stay|liv|play|shop|eat|see|meet|stopp|look|wait|lodg|visit|camp|"
         rf"holiday|spen|be|gon|com|go)\w*\b)[a-z]+(?:ed|en)\s+(?:for|at)\s+(?:the\s+)?(?=(?-i:{CAP}))"
-        rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+)?{_NOT_WORK}[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
+        rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+)?{_NOT_WORK}(?:[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
+        rf"|{_ERRAND}[a-z]+(?<!ed)\s+{_OBJECT}{_AT_NOUN})"
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?"
-        rf"{_NOT_WORK}[a-z]+ing\s+{_AT_NAME}",  # "you're selling houses for ..."
+        rf"{_NOT_WORK}(?:[a-z]+ing\s+{_AT_NAME}|{_ERRAND}[a-z]+ing\s+{_OBJECT}{_AT_NOUN})",  # "you're selling ..."
         re.IGNORECASE)
     now_habit = re.compile(
         rf"\b{s}{g.be}?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
@@ -89,8 +104,9 @@ def _patterns(g: Grammar) -> Patterns:
 
 
 _SELF, _OTHER = _patterns(SELF), _patterns(OTHER)
-_ORG = re.compile(rf"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?({CAP}[\w'’&-]*(?:\s+(?:{CAP}[\w'’&-]*|&|and"
-                  rf"(?=\s+(?!I\b){CAP})))*)")
+# the value: a name, else the noun of a place of work ("at my uncle's farm": "farm")
+_ORG = re.compile(rf"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?:[a-z][\w'’-]*\s+){{0,2}}?"
+                  rf"({CAP}[\w'’&-]*(?:\s+(?:{CAP}[\w'’&-]*|&|and(?=\s+(?!I\b){CAP})))*|(?:{_WORKPLACE})(?=s?\b))")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"\b(?:at|for|with|in|as|on)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
                   r"\bsince\b|retired|laid off|unemployed|out of work|trained|qualified",

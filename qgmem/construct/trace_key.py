@@ -7,7 +7,7 @@ from qgmem.words import digest
 
 # the word lists that decide traces (their digest joins the traces' build key)
 TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore",
-               "state_relations", "stopwords", "subject_modifiers", "unresolved_subjects")
+               "state_relations", "stopwords", "subject_modifiers", "unresolved_subjects", "workplaces")
 # part of the traces' build key: bump it when a change of the grouping code changes traces, so stored traces are
 # regrouped, not served. What each version added:
 #  1 subject and class; 2 structural links; 3 whole-turn changes (turn_changes.py); 4 a pronoun object's thing;
@@ -24,8 +24,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  35 "I'm off the trucks", "were married", "returned the ring"; 36 "on the day shift"; 37 names and words in
 #  every Latin, Greek and Cyrillic alphabet ("Sigrún and I", "at Ġgantija"; construct/letters.py); 38 a turn telling
 #  an ending and a beginning changes the state its ending names; 39 "a couple", "an item", "tied the knot", "went our
-#  own ways", "my husband X"
-TRACE_VERSION = 39
+#  own ways", "my husband X"; 40 a job at a place of work named by a common noun ("at my uncle's farm";
+#  words/workplaces.txt)
+TRACE_VERSION = 40
 
 
 def trace_key_parts() -> list[str | int]:
