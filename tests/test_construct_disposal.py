@@ -161,3 +161,12 @@ def test_a_thing_gone_links_the_earlier_turn_that_names_it_only_in_a_fragment() 
     told = (3, 2, "Tamsin", "Tamsin", "see", "a club man",
             "I saw a club man in Darrowby in May with racing pigeons. My knees can't do the ladder.")
     assert _links(old, SMALL_TALK, told) == {}  # nothing has gone
+
+
+def test_the_thing_named_as_gone_links_its_owner_by_one_word_the_chat_often_uses() -> None:
+    """"The piano is gone." names what was had: its one word is enough, though the chat says "piano" in four turns."""
+    had = (1, 1, "user", "user", "get", "a piano", "I've got a piano in my front room that nobody plays.")
+    tune = (2, 1, "assistant", "piano", "need", "tuning", "A piano needs tuning once a year.")
+    cost = (3, 1, "assistant", "tuning", "cost", "little", "Tuning a piano costs less than people think.")
+    gone = (4, 2, "user", "couple", "buy", "it", "The piano is gone. A young couple bought it in March.")
+    assert _changed(*_chat(had, tune, cost, gone)) == [("n/u1", "n/u4")]

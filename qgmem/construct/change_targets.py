@@ -29,6 +29,7 @@ class Turn:
     told: str = ""  # those sentences
     things: frozenset[str] = frozenset()  # words of a thing they tell has gone ("the pigeons went to ..."), if named
     end_words: frozenset[str] = frozenset()  # words of the sentences among them that tell an ending ("I left the farm")
+    gone: frozenset[str] = frozenset()  # words of the thing they name as gone ("The piano is gone."): one is enough
 
 
 def change_link(units: list[AtomicUnit], t: Turn, free: list[int], target: int, updates: Mapping[int, set[int]],

@@ -153,7 +153,7 @@ def _person(turn: Turn, text: str, other: str | None) -> str:
 def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str], before: str, table: StateTable,
                  people: frozenset[str], skip: frozenset[str]) -> None:
     """Fill in what turn `t` tells changed: its change sentences, their words and the thing they say has gone."""
-    told, by_reference, t.things, ending = change_sentences(turn_texts[t.id], t.speaker,
+    told, by_reference, t.gone, ending = change_sentences(turn_texts[t.id], t.speaker,
                                                      tuple(units[r].relation for r in t.units), table, people)
     t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
     if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
@@ -162,7 +162,7 @@ def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str]
     if not by_reference:  # "We sold it.": its words do not name the thing
         t.end_words = frozenset().union(*(_words(x, t.speaker, skip) for x in ending))
     # a name in a change is as specific as the thing it says has gone ("Mr Berthold retired in November.")
-    t.things |= frozenset(stem(w) for x in told for w in _NAME_IN.findall(x)) - skip
+    t.things = t.gone | frozenset(stem(w) for x in told for w in _NAME_IN.findall(x)) - skip
     if NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at the
         t.things |= t.change_words  # prison!"): one rare word of it is enough; in none ("You've moved! I saw the
         if len(t.change_words) <= 1:  # cottage up for sale."), the turn's other sentences name it
@@ -239,8 +239,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         return subj if named_subject(units[r].subject, subj, speakers) and subj not in speakers else ""
 
     def pick(words: frozenset[str], k: int, session: str, who: str, about: frozenset[str] = frozenset(),
-             things: frozenset[str] = frozenset(), first: frozenset[str] = frozenset()
-             ) -> tuple[bool, float, int, int] | None:
+             things: frozenset[str] = frozenset(), first: frozenset[str] = frozenset(),
+             gone: frozenset[str] = frozenset()) -> tuple[bool, float, int, int] | None:
         """(names a word of `first`, weight, turn position, -row) of the earlier-session unit before turn `k` that
         `words` name, of `who` or, whoever told it, about one of the third persons `about`."""
         best: tuple[bool, float, int, int] | None = None  # the latest turn on a tie
@@ -252,7 +252,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             rare = [w for w in words & extra[r] if df.get(w, 0) <= cfg.rare_df]
             if len(rare) >= cfg.min_shared or things & set(rare):  # an unclaimed sentence of the turn names it: two
                 shared |= frozenset(rare)  # rare words, or the thing a change says has gone ("My racing pigeons.")
-            if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared):
+            if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared) or shared & gone:
                 key = (bool(shared & first), sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
                 if best is None or key > best:
                     best = key
@@ -266,7 +266,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         about = frozenset(third(r) for r in t.units) - {""}
         # a turn telling an ending and a beginning ("I left the fish farm in August and signed on as a deckhand")
         # changes the state its ending names, though its beginning may share more words with another turn
-        best = pick(t.change_words, k, t.session, changer[t.id], about, t.things, t.end_words)
+        best = pick(t.change_words, k, t.session, changer[t.id], about, t.things, t.end_words, t.gone)
         held = None if best is not None else _unnamed(t, lambda: (o for o in reversed(order[:k]) if o.session !=
                                                                   t.session and person[o.id] == changer[t.id]),
                                                       turn_texts, questions, people, skip)
