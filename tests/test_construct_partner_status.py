@@ -38,6 +38,9 @@ from test_construct_turn_changes import _changed, _chat
     ("We tied the knot in May, on the old pier!", MARRIED, None),
     ("My husband Orrin grumbled at the rain all day.", MARRIED, "Orrin"),
     ("Orrin and I went our own ways in March.", SINGLE, "Orrin"),
+    ("And then in August we split, no drama.", SINGLE, None),
+    ("Brannoc and I married in the spring, at last.", MARRIED, "Brannoc"),
+    ("We've been going steady since the winter fair.", SEEING, None),
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
     got = partner_status(text)
@@ -58,6 +61,7 @@ def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str
     "My cousin and Teodor are engaged, apparently.",  # a third person's status
     "They want to be married within two years.",
     "My wife's brother fixed the gate.",  # the wife's brother: no status told
+    "We split the bill, as always.",  # a bill, not a couple
 ])
 def test_no_status_is_read_where_none_of_the_speaker_is_told(text: str) -> None:
     assert partner_status(text) is None

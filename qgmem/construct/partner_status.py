@@ -37,7 +37,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
              rf"|\bfinished with (?:him|her|them|(?-i:{NAME}))\b"
              rf"|\bgave (?:him|her|(?-i:{NAME})) (?:the|his|her|back the) ring(?: back)?\b"
              r"|\b(?:returned|handed back|gave back) (?:the|his|her|my) ring\b"
-             rf"|\b(?:we|{LETTER}+ and i)(?:'ve|’ve| have)?\s+(?:parted|ended it)\b"),  # "Ayaal and I have parted"
+             rf"|\b(?:we|{LETTER}+ and i)(?:'ve|’ve| have)?\s+(?:parted|ended it)\b"  # "Ayaal and I have parted"
+             rf"|\b(?:we|{LETTER}+ and i)(?:'ve|’ve| have)?\s+(?:finally\s+)?split\b"  # not "we split the bill"
+             r"(?!\s+(?:the|a|an|it|our|my|his|her|their|this|that|everything|costs?|bills?|shifts?)\b)"),
     (SINGLE, rf"(?:\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)|{_BE3})\s+(?:still\s+|now\s+)?"
              r"(?:(?:very|quite|happily|perfectly)\s+){0,2}single\b|\bsingle again\b"),
     (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
@@ -47,8 +49,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are|were)|{_BE3})\s+(?:still\s+)?married\b"
               rf"|\bmarried (?=(?-i:{CAP}))"  # not "want to get married"; "she married Cornelius"
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"  # "muddling along, married twelve years"
-              r"|\b(?:tied|tie|tying) the knot\b|\bgot hitched\b"),
-    (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b"
+              r"|\b(?:tied|tie|tying) the knot\b|\bgot hitched\b"
+              rf"|\b(?:we|{LETTER}+ and i)\s+(?:finally\s+|just\s+)?married\b"),  # "Astou and I married in May"
+    (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b|\bgoing steady\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
              r"(?:together|a couple|an item)\b"
              r"|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?(?:together|a couple|an item)\b"
@@ -75,7 +78,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a word every pattern above needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"split|broke|separate|divorce|finished|parted|ended it|single|dat(?:ing|ed)|seeing|going out"
                   r"|been with|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc"
-                  r"|still with|quits|own ways|couple|item|knot|hitched|husband|wife", re.IGNORECASE)
+                  r"|still with|quits|own ways|couple|item|knot|hitched|husband|wife|split|steady", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

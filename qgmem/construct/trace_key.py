@@ -25,8 +25,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  every Latin, Greek and Cyrillic alphabet ("Sigrún and I", "at Ġgantija"; construct/letters.py); 38 a turn telling
 #  an ending and a beginning changes the state its ending names; 39 "a couple", "an item", "tied the knot", "went our
 #  own ways", "my husband X"; 40 a job at a place of work named by a common noun ("at my uncle's farm";
-#  words/workplaces.txt); 41 one word of a thing named as gone is enough ("The piano is gone.")
-TRACE_VERSION = 41
+#  words/workplaces.txt); 41 one word of a thing named as gone is enough ("The piano is gone.");
+#  42 "we split", "X and I married", "going steady"
+TRACE_VERSION = 42
 
 
 def trace_key_parts() -> list[str | int]:
