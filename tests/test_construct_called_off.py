@@ -40,6 +40,9 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("We've dropped the Orkney idea.", Ending("the Orkney idea", False)),
     ("We've put the loft conversion on hold.", Ending("the loft conversion", True)),
     ("The Orkney plan's dead, sadly.", Ending("The Orkney plan", False)),
+    ("Called off. The river was in flood.", Ending("", True)),  # the plan left out, as an answer
+    ("Cancelled, sadly.", Ending("", True)),
+    ("Postponed until May, if the hall is free.", Ending("", True)),
 ])
 def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) -> None:
     assert called_off(sentence) == expected
@@ -55,6 +58,7 @@ def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) 
     "I moved it upstairs.", "He called me back.",
     "I didn't go to the gym today.", "I never went there as a kid.",  # not a plan's name
     "The battery's dead.", "The phone's on hold.",  # no plan
+    "Cancelled my gym membership, finally.",  # the ending of a membership, not a plan left out
 ])
 def test_what_is_not_a_plan_called_off(sentence: str) -> None:
     assert called_off(sentence) is None

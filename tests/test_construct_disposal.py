@@ -51,6 +51,7 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
     ("Stolen off the drive in January.", Disposal("", True)),
     ("A riding school bought her off me in April.", Disposal("her", True)),
     ("I let my cousin have it in June for almost nothing.", Disposal("it", True)),
+    ("In May I let a schoolteacher from Vardø have it for a fair price.", Disposal("it", True)),
     ("She's not mine any more.", Disposal("her", True)),
     ("The rowing machine went to my cousin's gym.", Disposal("The rowing machine", False)),
     ("A school in Elderwick took it.", Disposal("it", True)),

@@ -70,6 +70,9 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"{_SUBJECT}(?:deferred|postponed)\s+{_PLAN}\s+(?:to|till|until)\b",
     rf"{_SUBJECT}(?:scrapped|dropped|ditched|abandoned|shelved)\s+(?P<thing>(?:the|our|my|his|her)\s+"
     rf"(?:[\w'’-]+\s+){{0,3}}?{_PLAN_NOUN})",
+    # the plan left out, as an answer: "Called off.", "Cancelled, sadly."
+    r"^\s*(?:[Cc]ancell?ed|[Cc]alled\s+off|[Pp]ostponed|[Ss]crapped|[Ss]helved)(?=\s*(?:[.,;!]|$))"
+    r"|^\s*[Pp]ostponed\s+(?:to|till|until)\b",  # "Postponed until May."
 ))
 # the plan did not happen: the negation is the reading here, not a negated one
 _NOT_DONE = tuple(re.compile(p) for p in (

@@ -49,7 +49,8 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"^\s*(?:[Bb]ought|[Tt]aken|[Cc]ollected|[Tt]owed)\s+(?:away\s+)?by\b",  # "Bought by a shepherd in July."
     r"^\s*[Gg]one\s+to\s+(?:my|our|his|her|their)\b",  # "Gone to my cousin's boy in July."
     # the owner lets someone have it: "I let them have her in June"
-    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)?\s+(?:just\s+)?let\s+(?:him|her|them|my\s+\w+|\w+)\s+have\s+{_THING}",
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)?\s+(?:just\s+)?let\s+(?:him|her|them|my\s+\w+|\w+|(?:a|an|the)\s+"
+    rf"(?:[\w'’-]+\s+){{1,4}}?)\s*have\s+{_THING}",  # "I let a teacher in Alta have it"
     # the thing goes
     rf"\b{_THING}(?:'s|’s| has| had)?\s+(?:gone|went)\s+(?:to|for)\b(?!\s+(?:me|us)\b)",  # "went to me": got
     rf"\b{_THING}(?:'s|’s| has)?\s+(?:gone|went)\s+in\s+\w+,?\s+to\s+(?:a|an|the|my|his|her|our|their)\b",
