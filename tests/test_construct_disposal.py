@@ -171,3 +171,13 @@ def test_the_thing_named_as_gone_links_its_owner_by_one_word_the_chat_often_uses
     cost = (3, 1, "assistant", "tuning", "cost", "little", "Tuning a piano costs less than people think.")
     gone = (4, 2, "user", "couple", "buy", "it", "The piano is gone. A young couple bought it in March.")
     assert _changed(*_chat(had, tune, cost, gone)) == [("n/u1", "n/u4")]
+
+
+def test_a_thing_gone_named_by_nothing_is_what_the_turn_before_says() -> None:
+    """"Stolen." answers a statement, not a question ("I came past the market and didn't see your green tandem.")."""
+    had = (1, 1, "Teodor", "Teodor", "ride", "my green tandem", "I ride my green tandem to the harbour every day.")
+    small = (2, 1, "Maren", "Maren", "sell", "crab", "I sell crab at the harbour on Fridays.")
+    seen = (3, 2, "Maren", "Maren", "not see", "your green tandem",
+            "I came past the harbour and didn't see your green tandem.")
+    gone = (4, 2, "Teodor", "someone", "cut", "the lock", "Stolen. Someone cut the lock in August, and now I walk.")
+    assert _changed(*_chat(had, small, seen, gone)) == [("n/u1", "n/u4")]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 from qgmem.construct.called_off import called_off
 from qgmem.construct.disposal import disposal
@@ -87,26 +88,34 @@ def _negation(token: str) -> bool:
     return token in NEGATIONS or token.endswith(("n't", "n’t"))
 
 
+class Told(NamedTuple):
+    """What a turn tells changed (`change_sentences`)."""
+
+    sentences: tuple[str, ...]  # the sentences that tell a change
+    by_reference: bool  # one tells a thing gone, a group left or a plan called off by a pronoun or by nothing
+    unnamed: bool  # by nothing at all: "Stolen.", "Called off.", "Sold in October."
+    things: frozenset[str]  # the words of such a thing where a sentence names it ("The pigeons went to ...")
+    ending: tuple[str, ...]  # those of the sentences that tell an ending: a departure, "no longer", a thing gone
+
+
 @lru_cache(maxsize=20_000)  # whole turns as keys: a 10,000-turn namespace fits, a long one's memory stays bounded
 def change_sentences(text: str, speaker: str, relations: tuple[str, ...], table: StateTable,
-                     people: frozenset[str]) -> tuple[tuple[str, ...], bool, frozenset[str], tuple[str, ...]]:
-    """(The sentences of a turn that tell a change; whether one of them tells a thing leaving its owner, a person
-    leaving a group or a plan called off by a pronoun or by nothing: "We sold it.", "I dropped it."; the words of
-    such a thing where a sentence names it: "The pigeons went to a club man"; those of the sentences that tell an
-    ending: a departure, "no longer", a thing gone). The whole turn when one of its units' relations (which hold an
-    irregular verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a namespace's turns are
-    read again whenever it grows."""
+                     people: frozenset[str]) -> Told:
+    """What a turn tells changed (`Told`). The whole turn when one of its units' relations (which hold an irregular
+    verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a namespace's turns are read again
+    whenever it grows."""
     sentences = _SENTENCE.split(text)
     gone = [disposal(x, people) or leaving(x, people) or called_off(x, people) for x in sentences]
     by_reference = any(d is not None and d.by_reference for d in gone)
+    unnamed = any(d is not None and d.by_reference and not d.thing for d in gone)
     things = frozenset().union(*(thing_words(d.thing) for d in gone if d is not None and not d.by_reference))
     for rel in relations:
         e = table.relation(rel)[1]
         if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):
-            return (text,), by_reference, things, ()
+            return Told((text,), by_reference, unnamed, things, ())
     told = tuple(x for x, d in zip(sentences, gone) if d is not None or tells_change(x, speaker, table))
     ending = tuple(x for x, d in zip(sentences, gone) if x in told and (d is not None or _tells_ending(x, speaker)))
-    return told, by_reference, things, ending
+    return Told(told, by_reference, unnamed, things, ending)
 
 
 def _tells_ending(sentence: str, speaker: str) -> bool:

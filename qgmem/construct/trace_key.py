@@ -26,8 +26,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  an ending and a beginning changes the state its ending names; 39 "a couple", "an item", "tied the knot", "went our
 #  own ways", "my husband X"; 40 a job at a place of work named by a common noun ("at my uncle's farm";
 #  words/workplaces.txt); 41 one word of a thing named as gone is enough ("The piano is gone.");
-#  42 "we split", "X and I married", "going steady"; 43 "Called off." as an answer, "I let a teacher in X have it"
-TRACE_VERSION = 43
+#  42 "we split", "X and I married", "going steady"; 43 "Called off." as an answer, "I let a teacher in X have it";
+#  44 a thing gone named by nothing is what the turn before says, question or not ("... your bike." -> "Stolen.")
+TRACE_VERSION = 44
 
 
 def trace_key_parts() -> list[str | int]:

@@ -153,11 +153,14 @@ def _person(turn: Turn, text: str, other: str | None) -> str:
 def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str], before: str, table: StateTable,
                  people: frozenset[str], skip: frozenset[str]) -> None:
     """Fill in what turn `t` tells changed: its change sentences, their words and the thing they say has gone."""
-    told, by_reference, t.gone, ending = change_sentences(turn_texts[t.id], t.speaker,
-                                                     tuple(units[r].relation for r in t.units), table, people)
+    told, by_reference, unnamed, t.gone, ending = change_sentences(
+        turn_texts[t.id], t.speaker, tuple(units[r].relation for r in t.units), table, people)
     t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
-    if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it
-        t.change_words |= t.words | _words(_asked(turn_texts.get(before)), t.speaker, skip)
+    if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it; named by
+        # nothing at all, by what the turn before says ("I didn't see your green bicycle." -> "Stolen.")
+        said_before = turn_texts.get(before) or ""
+        asked = _asked(said_before) or (said_before if unnamed else "")
+        t.change_words |= t.words | _words(asked, t.speaker, skip)
     t.told = " ".join(told)
     if not by_reference:  # "We sold it.": its words do not name the thing
         t.end_words = frozenset().union(*(_words(x, t.speaker, skip) for x in ending))
