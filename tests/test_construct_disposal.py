@@ -181,3 +181,12 @@ def test_a_thing_gone_named_by_nothing_is_what_the_turn_before_says() -> None:
             "I came past the harbour and didn't see your green tandem.")
     gone = (4, 2, "Teodor", "someone", "cut", "the lock", "Stolen. Someone cut the lock in August, and now I walk.")
     assert _changed(*_chat(had, small, seen, gone)) == [("n/u1", "n/u4")]
+
+
+def test_a_turn_of_an_earlier_session_does_not_name_what_a_change_left_unnamed() -> None:
+    """A session's first turn answers nothing: "We just stopped." does not take the words of the last turn before."""
+    wed = (1, 1, "Ilse", "Ilse", "marry", "nine years ago", "Brannoc and I married nine years ago this spring.")
+    small = (2, 1, "Maren", "Maren", "sell", "crab", "I sell crab at the harbour on Fridays.")
+    news = (3, 1, "Ilse", "Ilse's daughter", "win", "the debate", "My daughter won the debate at Fenwick school.")
+    apart = (4, 2, "Ilse", "Ilse", "live", "apart", "Brannoc and I are living apart since May. We just stopped.")
+    assert _links(wed, small, news, apart) == {3: (0, "change")}  # not (2, "change"): the debate

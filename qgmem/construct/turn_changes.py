@@ -151,15 +151,17 @@ def _person(turn: Turn, text: str, other: str | None) -> str:
 
 
 def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str], before: str, table: StateTable,
-                 people: frozenset[str], skip: frozenset[str]) -> None:
-    """Fill in what turn `t` tells changed: its change sentences, their words and the thing they say has gone."""
+                 people: frozenset[str], skip: frozenset[str], near: bool) -> None:
+    """Fill in what turn `t` tells changed: its change sentences, their words and the thing they say has gone.
+    `before`: the turn just before it; `near`: that turn is known to be of the same session."""
     told, by_reference, unnamed, t.gone, ending = change_sentences(
         turn_texts[t.id], t.speaker, tuple(units[r].relation for r in t.units), table, people)
     t.change_words = frozenset().union(*(_words(x, t.speaker, skip) for x in told))
     if by_reference:  # "We sold it.": the thing is named by the turn or by the question just before it; named by
-        # nothing at all, by what the turn before says ("I didn't see your green bicycle." -> "Stolen.")
+        # nothing at all, by what the turn before says in the same session ("I didn't see your green bicycle." ->
+        # "Stolen.")
         said_before = turn_texts.get(before) or ""
-        asked = _asked(said_before) or (said_before if unnamed else "")
+        asked = _asked(said_before) or (said_before if unnamed and near else "")
         t.change_words |= t.words | _words(asked, t.speaker, skip)
     t.told = " ".join(told)
     if not by_reference:  # "We sold it.": its words do not name the thing
@@ -197,7 +199,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
     ids = list(turn_texts)
     before = dict(zip(ids[1:], ids[:-1]))  # turn_texts is in dialogue order
     for t in turns.values():
-        _read_change(t, units, turn_texts, before.get(t.id, ""), table, people, skip)
+        b = before.get(t.id, "")
+        _read_change(t, units, turn_texts, b, table, people, skip, b in turns and turns[b].session == t.session)
     order = sorted(turns.values(), key=lambda t: t.position)
     df: dict[str, int] = {}
     for t in order:
