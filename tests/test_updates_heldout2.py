@@ -15,7 +15,8 @@ ef1c09c, measured once at 8fca853; held-out 15, committed at fba6b27, measured o
 held-out 16, committed at 896b4bd, measured once at c56b98d; held-out 17, committed at 7df9244,
 measured once there; held-out 18, committed at 4a28fb0, measured once at 349b609; held-out 19, committed at f5c2280,
 measured once at a7ab4e3; held-out 20, committed at eba2306, measured once there; held-out 21, committed at
-afa5f3c, measured once there; held-out 22, committed blind and not yet measured).
+afa5f3c, measured once there; held-out 22, committed at d95ecc8,
+measured once there).
 A set in UNMEASURED has only its labels checked here.
 """
 
@@ -37,7 +38,7 @@ ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updat
          "updates_heldout13", "updates_heldout14", "updates_heldout15",
          "updates_heldout16", "updates_heldout17", "updates_heldout18", "updates_heldout19",
          "updates_heldout20", "updates_heldout21", "updates_heldout22")  # as written
-UNMEASURED: tuple[str, ...] = ("updates_heldout22",)  # held out and not yet measured: its labels are checked, no memory is built
+UNMEASURED: tuple[str, ...] = ()  # held out and not yet measured: its labels are checked, no memory is built
 ROLES = ("user", "assistant")
 
 
@@ -47,7 +48,7 @@ ROLES = ("user", "assistant")
                                         "updates_heldout13", "updates_heldout14", "updates_heldout15",
                                         "updates_heldout16", "updates_heldout17", "updates_heldout18",
                                         "updates_heldout19", "updates_heldout20", "updates_heldout21",
-                                        *UNMEASURED])
+                                        "updates_heldout22", *UNMEASURED])
 def held(request):
     return FIXTURES / request.param / "conversations.json"
 
