@@ -163,9 +163,9 @@ def _read_change(t: Turn, units: list[AtomicUnit], turn_texts: Mapping[str, str]
         said_before = turn_texts.get(before) or ""
         asked = _asked(said_before) or (said_before if unnamed and near else "")
         t.change_words |= t.words | _words(asked, t.speaker, skip)
-    t.told = " ".join(told)
-    if not by_reference:  # "We sold it.": its words do not name the thing
+    else:  # its ending sentences name the state it ends ("We sold it." names nothing)
         t.end_words = frozenset().union(*(_words(x, t.speaker, skip) for x in ending))
+    t.told = " ".join(told)
     # a name in a change is as specific as the thing it says has gone ("Mr Berthold retired in November.")
     t.things = t.gone | frozenset(stem(w) for x in told for w in _NAME_IN.findall(x)) - skip
     if NEWS_OF_YOU.search(t.told):  # news names the state in few words ("So you've handed in your keys at the
@@ -248,7 +248,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
              things: frozenset[str] = frozenset(), first: frozenset[str] = frozenset(),
              gone: frozenset[str] = frozenset()) -> tuple[bool, float, int, int] | None:
         """(names a word of `first`, weight, turn position, -row) of the earlier-session unit before turn `k` that
-        `words` name, of `who` or, whoever told it, about one of the third persons `about`."""
+        `words` name (one word of `gone` will do), of `who` or, whoever told it, about a third person of `about`."""
         best: tuple[bool, float, int, int] | None = None  # the latest turn on a tie
         for r in {r for w in words for r in holding.get(w, ())}:  # a whole-turn unit ("say") is a state too
             o = order[turn_of[r]]
