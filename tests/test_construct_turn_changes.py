@@ -307,9 +307,11 @@ def test_a_question_that_kept_no_unit_gives_its_answer_its_words_when_its_speake
     assert turn_links(units, texts, {}, speakers=speakers) == {}
 
 
-def test_by_now_tells_no_change() -> None:
+def test_by_now_or_a_plan_now_tells_no_change_a_trip_now_does() -> None:
     assert not tells_change("Maren must be packing by now.", "Teodor", StateTable.default())
     assert tells_change("Maren works at the bakery on Quay Street now.", "Teodor", StateTable.default())
+    assert tells_change("I'm going to Vardø in August now, not June.", "Teodor", StateTable.default())  # a trip
+    assert not tells_change("We're going to try the other road now.", "Teodor", StateTable.default())  # a plan
 
 
 def test_a_class_put_on_another_weekday_changes_its_schedule() -> None:

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from qgmem.construct.called_off import called_off
 from qgmem.construct.disposal import disposal
 from qgmem.construct.leaving import leaving
+from qgmem.construct.letters import CAP
 from qgmem.construct.state_cues import IRREGULAR, MONTHS, WEEKDAYS, read_cues, thing_words
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 
@@ -36,11 +37,13 @@ _OFF_THE = re.compile(r"\b(?:i'm|i’m|i am|we're|we’re|we are|you're|you’re
                       r"(?!hook\b|phone\b|mark\b|record\b|top\b|wall\b)\w+", re.IGNORECASE)
 # "now" that tells no change: a duration ("I've lived here for five years now"), "for now", "right now" or "by now"
 # (for the time being) and "for" before it in its clause ("it's quiet for us now"), "now" as a conjunction ("now the
-# weather's cold"), a plan ("we're going to try that now"), a skill that grew ("I can play two songs now"); a
-# "for" in an earlier clause is not one ("Odile left for another firm, so Bastien is my manager now")
+# weather's cold"), a plan ("we're going to try that now"; not a trip: "I'm going to Penang in August now"), a skill
+# that grew ("I can play two songs now"); a "for" in an earlier clause is not one ("Odile left for another firm, so
+# Bastien is my manager now")
 _DURATION = r"(?:\w+\s+){0,3}?(?:years?|months?|weeks?|days?|decades?|ages|a\s+while|some\s+time|long)\b"
 _NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b|\b(?:for|right|just|by)\s+now\b"
-                           r"|\bnow\s+(?:that|the)\b|\b(?:going to|gonna|about to|off to)\b[^,;:]*\bnow\b"
+                           rf"|\bnow\s+(?:that|the)\b"
+                           rf"|\b(?:going to|gonna|about to|off to)\b(?!\s+(?-i:{CAP}))[^,;:]*\bnow\b"
                            r"|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
 # a state begun at a time: "since <a date>" ("I'm on days since the new year", "Thursdays since October", "since the
 # first of April"), or to begin at one ("From August I'm on earlies"); not a duration from an event ("since I was
