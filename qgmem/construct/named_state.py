@@ -48,7 +48,8 @@ class Grammar:
 _PERSON_NOUNS = person_nouns(load_table("person_nouns"))
 # the speaker ("X and I" too) or the one spoken to
 SELF = Grammar(subject=rf"(?:i|we|you|{LETTER}+ and i)", be=r"(?:'m|’m|'re|’re| am| are)",
-               have=r"(?:'ve|’ve| have)", poss=r"(?:my|our|your)", obj="me", habit=rf"(?:i|we|{LETTER}+ and i)", fragments=True)
+               have=r"(?:'ve|’ve| have)", poss=r"(?:my|our|your)", obj="me", habit=rf"(?:i|we|{LETTER}+ and i)",
+               fragments=True)
 # a third person: a pronoun, a person noun of a speaker ("my dad", "your big sister", "Mum"), or a name
 _NAME_SUBJECT = (rf"(?!(?:we|you|it|my|our|your|this|that|there|here)\b)(?-i:{NAME})"
                  rf"(?:\s+and\s+(?:him|her|(?-i:{NAME})))?")

@@ -34,7 +34,8 @@ from qgmem.words import load_words
 
 # a place of work named by a common noun ("the boatyard", "my uncle's farm"; words/workplaces.txt)
 _WORKPLACE = "|".join(sorted((w.replace(" ", r"\s+") for w in load_words("workplaces")), key=len, reverse=True))
-_NOUN = rf"(?:[\w'’-]+\s+){{0,2}}?(?:{_WORKPLACE})s?\b"  # after at most two words: "district hospital", "my uncle's farm"
+# after at most two words: "district hospital", "my uncle's farm"
+_NOUN = rf"(?:[\w'’-]+\s+){{0,2}}?(?:{_WORKPLACE})s?\b"
 # a place of work ahead: after "at", "with" or "in", or after "for" and an article ("drives a gritter for the
 # council"; not "running for office", "for my dance studio", "on the hunt for ...")
 _AT_NOUN = rf"(?:(?:at|with|in)\s+(?={_NOUN})|for\s+(?=(?:the|a|an)\s+{_NOUN}))"

@@ -5,9 +5,10 @@ triple the extractor keeps ("I'm single, and quite happy about it" -> "So, I've 
 since March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the
 status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through",
 "gave him the ring back", "X and I have parted", "went our own ways"), seeing someone ("my girlfriend Kadri", "we've
-been a couple since ..."), engaged ("popped the question", "my fiancé"), married ("tied the knot", "my husband"). Two statements of one person in different sessions with different values, or
-with different named partners, are a change of that person's relationship state; the same value told again
-("still together") is not. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a
+been a couple since ..."), engaged ("popped the question", "my fiancé"), married ("tied the knot", "my husband").
+Two statements of one person in different sessions with different values, or with different named partners, are a
+change of that person's relationship state; the same value told again ("still together") is not, nor together after
+married with no partner named. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a
 turn that speaks to the other person only, about them ("you're going out with ..."); `statuses_of_others` those
 about third persons (construct/holders.py says who): a sister's marriage is her state, not the speaker's.
 General English, no benchmark or fixture vocabulary.

@@ -21,7 +21,8 @@ from qgmem.words import load_words
 
 # capitalised words of a question that are not names ("What", "According", "Last")
 _STOP_CAPS = load_words("query_stop_caps")
-_LOC_PREP = re.compile(rf"\b(?:in|at|near|around|visit(?:ed|ing)?|moved to|trip to|travel(?:led|ed)? to)\s+((?:{CAP}[\w'-]+)(?:\s+{CAP}[\w'-]+)*)")
+_LOC_PREP = re.compile(rf"\b(?:in|at|near|around|visit(?:ed|ing)?|moved to|trip to|travel(?:led|ed)? to)\s+"
+                       rf"((?:{CAP}[\w'-]+)(?:\s+{CAP}[\w'-]+)*)")
 _CAP_SEQ = re.compile(rf"\b({CAP}[\w'-]*(?:\s+(?:of\s+|the\s+)?{CAP}[\w'-]*)*)")
 
 
