@@ -8,11 +8,13 @@ a firm named in another alphabet than English's went unread. The classes are bui
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # Basic Latin to Cyrillic Supplement, and Latin Extended Additional (Vietnamese, Welsh ŵ, ...)
 _BLOCKS = (range(0x0000, 0x0530), range(0x1E00, 0x1F00))
 
 
-def _class_body(keep) -> str:
+def _class_body(keep: Callable[[str], bool]) -> str:
     """The body of a character class holding every character of the blocks that `keep` accepts, as ranges."""
     codes = [c for block in _BLOCKS for c in block if keep(chr(c))]
     parts, start = [], codes[0]
