@@ -21,7 +21,7 @@ from qgmem.construct.letters import CAP
 from qgmem.construct.state_cues import IRREGULAR, MONTHS, WEEKDAYS, read_cues, thing_words
 from qgmem.construct.state_table import AUXILIARIES, NEGATIONS, PARTICLES, PREPOSITIONS, StateTable, tokens
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+SENTENCE = re.compile(r"(?<=[.!?])\s+")  # how a turn splits into sentences (construct/turn_changes.py too)
 # news of the one spoken to, told to them: heard from someone ("Your mum says you're in Zeebrugge!", "I hear you've
 # stopped ringing") or just found out ("So you've left Lyon!", "Look at you, head chef at the Ostler's Table!").
 # Nobody tells a friend their own state unless it is new to the teller; not praise ("Congrats on the trophy!")
@@ -107,7 +107,7 @@ def change_sentences(text: str, speaker: str, relations: tuple[str, ...], table:
     """What a turn tells changed (`Told`). The whole turn when one of its units' relations (which hold an irregular
     verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a namespace's turns are read again
     whenever it grows."""
-    sentences = _SENTENCE.split(text)
+    sentences = SENTENCE.split(text)
     gone = [disposal(x, people) or leaving(x, people) or called_off(x, people) for x in sentences]
     by_reference = any(d is not None and d.by_reference for d in gone)
     unnamed = any(d is not None and d.by_reference and not d.thing for d in gone)

@@ -83,7 +83,7 @@ class NamedState:
         """A change: a beginning of something other than the earlier statement names, or other names only.
         A name is the same as one whose words it holds or is held by ("Fairholme", "Fairholme Observatory").
         A weak statement changes only a state that names its value, and is none to change."""
-        if (self.weak or earlier.weak) and not any(n[:1].isupper() for n in earlier.names):
+        if (self.weak or earlier.weak) and not any(map(_is_name, earlier.names)):
             return False  # nor one whose value is only a common noun ("at the shop"): too weak against too weak
         if self.ended or earlier.ended:  # told ended twice is one change; a job after the end is another
             return not (self.ended and earlier.ended) and (self.ended or self.begun or bool(self.names))
@@ -91,6 +91,11 @@ class NamedState:
             return not self.names or self.names != earlier.names
         same = any(_same(a, b) for a in self.names for b in earlier.names)
         return bool(self.names and earlier.names) and not same
+
+
+def _is_name(value: str) -> bool:
+    """A capitalised name, not a common noun a reader took for the value ("farm")."""
+    return value[:1].isupper()
 
 
 def _same(a: str, b: str) -> bool:
@@ -170,7 +175,7 @@ def _statements(text: str, patterns: Patterns,
             continue
         found = frozenset(n for n in (" ".join(w for w in g.split() if w not in _NOT_NAME).strip("'’")
                                       for g in names.findall(sentence[m.start():])) if n) if not ended else frozenset()
-        if any(n[:1].isupper() for n in found):  # a name says more than a common noun ("the seed bank at Ostley")
-            found = frozenset(n for n in found if n[:1].isupper())
+        if any(map(_is_name, found)):  # a name says more than a common noun ("the seed bank at Ostley")
+            found = frozenset(filter(_is_name, found))
         out.append((sentence, start, NamedState(found, begin is not None or maybe, weak=maybe, ended=ended), m))
     return out

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from qgmem.construct.attribute_changes import attribute_links
-from qgmem.construct.change_sentences import NEWS_OF_YOU, change_sentences
+from qgmem.construct.change_sentences import NEWS_OF_YOU, SENTENCE, change_sentences
 from qgmem.construct.change_targets import Turn, best_unit, change_link, retarget
 from qgmem.construct.disposal import held_before
 from qgmem.construct.letters import CAP, LOWER
@@ -69,7 +69,6 @@ _SOURCE = re.compile(r"\s*(?:(?:my|your|his|her|their|our)\s+\w+|she|he|they)\s+
                      r"|noticed|phoned|rang|heard)\b")
 # a state told again ("We're still above the bakery", "same as ever")
 _RESTATED = re.compile(r"\bstill\b|\b(?:same as|as) (?:ever|always|before)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a capitalised word inside a sentence: a name
 _NAME_IN = re.compile(rf"(?<=[\w,;:] )(?-i:{CAP})[{LOWER}]+(?:['’]s)?\b")
 # how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
@@ -116,13 +115,13 @@ def _retimed(told: str, speaker: str, skip: frozenset[str]) -> bool:
 @lru_cache(maxsize=20_000)
 def _schedule(text: str, speaker: str) -> frozenset[str]:
     """The kinds of recurring time a turn's statements tell ("I only open the stall Monday to Friday")."""
-    said = [x for x in _SENTENCE.split(text) if not x.rstrip().endswith("?")]
+    said = [x for x in SENTENCE.split(text) if not x.rstrip().endswith("?")]
     return frozenset().union(*(_time_kinds(x, speaker) for x in said if read_cues(x, speaker, "", "").recurring))
 
 
 def _asked(text: str | None) -> str:
     """The questions of a turn ("And the motorbike?"): what a pronoun of the answer may stand for."""
-    return " ".join(x for x in _SENTENCE.split(text or "") if x.rstrip().endswith("?"))
+    return " ".join(x for x in SENTENCE.split(text or "") if x.rstrip().endswith("?"))
 
 
 @lru_cache(maxsize=200_000)
@@ -144,7 +143,7 @@ def _person(turn: Turn, text: str, other: str | None) -> str:
     speaker. Whoever the teller heard it from ("My cousin saw you two.", "Your mum told me.") is not a claim."""
     low = text.lower()
     if other and (_SECOND_PERSON.search(low) or NEWS_OF_YOU.search(low)):
-        claims = " ".join(x for x in _SENTENCE.split(low) if not _SOURCE.match(x))
+        claims = " ".join(x for x in SENTENCE.split(low) if not _SOURCE.match(x))
         if not _FIRST_PERSON.search(_HEARSAY.sub("", claims)):
             return other
     return turn.speaker
@@ -300,7 +299,7 @@ def _unclaimed(t: Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]
     """Words of the turn's statements that no unit's claim holds ("Still bass in the Tinderbox Saints." beside the unit
     of "We've got a gig at the Drover on Saturday."): the turn's units state them too."""
     claims = [sentence(units[r].text, units[r].speaker) for r in t.units]
-    rest = [x for x in _SENTENCE.split(text) if not x.rstrip().endswith("?")
+    rest = [x for x in SENTENCE.split(text) if not x.rstrip().endswith("?")
             and not any(c and (c in x or x.strip() in c) for c in claims)]
     return _words(" ".join(rest), t.speaker, skip) if rest else frozenset()
 
@@ -318,6 +317,6 @@ def _answered(order: list[Turn], turn_texts: Mapping[str, str], before: Mapping[
         q = before.get(t.id)
         text = turn_texts.get(q or "", "")
         if (q in speaker and speaker[q] != t.speaker and (_ASKS.match(text) or len(text.split()) <= 6)
-                and all(x.rstrip().endswith("?") for x in _SENTENCE.split(text))):
+                and all(x.rstrip().endswith("?") for x in SENTENCE.split(text))):
             out[t.id] = q
     return out
