@@ -117,6 +117,16 @@ def test_an_end_links_an_earlier_claim_without_a_class_that_names_the_thing() ->
     assert not read_cues("Ana: Our friends give us strength to go on.", "Ana", "give", "us strength").transfer
 
 
+def test_an_end_links_the_state_of_having_the_thing_over_a_later_mention_of_it() -> None:
+    had = _u(0, "Bev", "2023-03-11", "Bev", "get", "a houseboat moored on the Murray",
+             "I've got a houseboat moored on the Murray.")
+    mention = _u(1, "Bev", "2023-03-11", "Bev's mate", "want", "to come fishing off the houseboat",
+                 "My mate wants to come fishing off the houseboat.")
+    sold = _u(2, "Bev", "2023-08-19", "Bev", "sell", "the houseboat", "Sold the houseboat in July.")
+    assert _changed([had, mention, sold]) == [("n/u0", "n/u2")]
+    assert _changed([mention, sold]) == [("n/u1", "n/u2")]  # with no state told, the mention is what there is
+
+
 def test_no_longer_ends_the_relations_own_state() -> None:
     table = StateTable.default()
     u = _u(1, "Nils", "2023-07-08", "Nils", "work at", "the library", "I no longer work at the library.")
@@ -224,6 +234,12 @@ def test_a_pronoun_object_of_an_end_or_a_retiming_stands_for_the_latest_thing_th
     assert _changed([party, rows, moved]) == [("n/u0", "n/u2")]  # a move to a date moves the plan, not the schedule
     called = _u(2, "Uma", "2023-05-20", "Uma", "cancel", "it", "We cancelled it, the flat flooded.")
     assert ("n/u0", "n/u2") in _changed([party, called])
+    # its sentence may name the thing: that one, though another thing was had since
+    piano = _u(0, "Ivo", "2023-03-04", "Ivo", "have", "an old Bechstein upright", "We have an old Bechstein upright.")
+    named = _u(2, "Ivo", "2023-08-19", "Ivo", "give", "it", "The Bechstein's gone; we gave it to the school.")
+    vespa = _u(1, "Ivo", "2023-03-04", "Ivo", "have", "the Vespa serviced", "I've had the Vespa serviced.")
+    assert _changed([piano, vespa, named]) == [("n/u0", "n/u2")]
+    assert _changed([piano, vespa, given]) == [("n/u1", "n/u2")]  # named by nothing: the latest
     # a pronoun object that no end or retiming acts on links nothing
     assert _changed([party, _u(2, "Uma", "2023-05-20", "Uma", "enjoy", "it", "I enjoyed it.")]) == []
 

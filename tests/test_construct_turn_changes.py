@@ -345,3 +345,13 @@ def test_a_turn_telling_an_ending_and_a_beginning_changes_the_state_its_ending_n
            "I wouldn't know the cycle workshop's hours any more. I've been painting hulls at the Westgate marina "
            "since May.")
     assert _links(OLD_JOB, SMALL_TALK, plan, new) == {3: (0, "change")}  # not (2, "change"): the marina plan
+
+
+def test_shared_words_weighing_the_same_link_a_claim_about_the_person_over_one_about_the_thing() -> None:
+    trip = (1, 1, "Win", "Win", "fly up to", "Toronto", "I'm flying up to Toronto in June to see my sister.")
+    shop = (2, 1, "Pau", "Pau", "run", "a patty shop", "I run a patty shop in Mandeville.")
+    remark = (3, 1, "Win", "Toronto", "be", "colder than a freezer", "My sister says Toronto is colder than a freezer in June.")
+    off = (4, 2, "Win", "Win", "not go to", "Toronto",
+           "I'm not going to Toronto after all. My sister is coming down here in August instead.")
+    assert _links(trip, shop, remark, off) == {3: (0, "change")}
+    assert _links(shop, remark, off) == {2: (1, "change")}  # no claim about him: the remark is what there is

@@ -148,20 +148,24 @@ class Linker:
         found = {j for k in distinct for j in index.get(k, ())}
         return sorted(found, key=self.position.__getitem__, reverse=True)
 
-    def _latest(self, i: int, ok: Callable[[int], bool], candidates: list[int], prefer_own: bool = False
-                ) -> int | None:
-        """The latest of `candidates` (earlier units, latest first), outside i's turn, for which `ok` holds;
-        with `prefer_own`, one said by i's speaker or about i's subject first (a reply that repeats the thing
-        is no state of it)."""
-        turn, f, speaker = self.facts[i].turn, self.facts[i], self.units[i].speaker
+    def _latest(self, i: int, ok: Callable[[int], bool], candidates: list[int],
+                prefer: Callable[[int], bool] | None = None) -> int | None:
+        """The latest of `candidates` (earlier units, latest first), outside i's turn, for which `ok` holds; with
+        `prefer`, the latest for which it holds too, if there is one."""
+        turn = self.facts[i].turn
         fallback = None
         for j in candidates:
             if self.facts[j].turn == turn or not ok(j):
                 continue
-            if not prefer_own or self.units[j].speaker == speaker or self.facts[j].owner in (f.subject, f.owner):
+            if prefer is None or prefer(j):
                 return j
             fallback = j if fallback is None else fallback
         return fallback
+
+    def _own(self, i: int) -> Callable[[int], bool]:
+        """Said by i's speaker or about i's subject (a reply that repeats the thing is no state of it)."""
+        f, speaker = self.facts[i], self.units[i].speaker
+        return lambda j: self.units[j].speaker == speaker or self.facts[j].owner in (f.subject, f.owner)
 
     def _near(self, a: frozenset[str], b: frozenset[str]) -> bool:
         return overlap(a, b) >= self.threshold
@@ -201,20 +205,20 @@ class Linker:
                 return j, "change"
         if f.cues.told_retime and not f.cues.change:  # "..., the wedding has moved to the 7th of October"
             j = self._latest(i, lambda j: len(self.facts[j].mentions & f.said) >= 2,
-                             self._having(self.by_mention, f.said), prefer_own=True)
+                             self._having(self.by_mention, f.said), prefer=self._own(i))
             if j is not None:
                 return j, "change"
         if f.cues.change:
             thing = _changed_thing(u, f)
             j = self._latest(i, lambda j: self._names(thing, self.facts[j].mentions),
-                             self._having(self.by_mention, thing), prefer_own=True) if thing else None
+                             self._having(self.by_mention, thing), prefer=self._own(i)) if thing else None
             if j is not None:
                 return j, "change"
         if ends:  # "I sold the Fiat" after "I drive a battered old Fiat"; "I gave my goldfish to my nephew"
             thing = thing_words(u.object) if u.object.strip() else f.own_words
             j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say
                              and self._names(thing, self.facts[j].mentions),
-                             self._having(self.by_mention, thing)) if thing else None
+                             self._having(self.by_mention, thing), prefer=self._state) if thing else None
             if j is not None:
                 return j, "end"
         if r is not None and r.cls == ROLE_CLASS and f.head and f.owner == f.subject:
@@ -237,7 +241,8 @@ class Linker:
         the same owner had ("I've had the Vespa serviced"), "we've put it back to April" / "we cancelled it"
         changes the latest earlier plan of the owner's (a claim about a time after it was said, or of a
         plan or schedule class). The pronoun says which thing no better than that: the latest one the
-        verb can act on."""
+        verb can act on, one that a word of its sentence names first ("the Bechstein's gone; we gave it to the
+        school")."""
         f, r, u = self.facts[i], self.readings[i], self.units[i]
         if r is None or u.object.strip().lower() not in PRONOUN_THINGS:
             return None
@@ -252,7 +257,8 @@ class Linker:
             return None
         candidates = self._having(self.by_subject, (f.subject, f.owner))
         for ok in tests:
-            j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say and ok(j), candidates)
+            j = self._latest(i, lambda j: self._same_owner(i, j) and not self.facts[j].say and ok(j), candidates,
+                             prefer=lambda j: bool(self.facts[j].mentions & f.said))
             if j is not None:
                 return j, ("end" if r.kind == "end" or f.cues.transfer else "change")
         return None
@@ -261,6 +267,12 @@ class Linker:
         """j's object names a thing (not a pronoun, not empty)."""
         obj = self.units[j].object.strip().lower()
         return bool(obj) and obj not in PRONOUN_THINGS and bool(thing_words(obj))
+
+    def _state(self, j: int) -> bool:
+        """j tells a state its thing is in (had, or of a class), not a mention of it in passing ("Sold the
+        houseboat" ends "I've got a houseboat", not "my mate wants to come fishing off the houseboat")."""
+        rj = self.readings[j]
+        return self._possession(j) or (self._classed(j) and rj is not None and rj.kind == "state")
 
     def _possession(self, j: int) -> bool:
         """j says its subject has a thing: a verb of having with a thing object, or an ownership state."""

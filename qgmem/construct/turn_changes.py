@@ -237,6 +237,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             if df.get(w, 0) <= specific:
                 holding.setdefault(w, []).append(r)
     speakers = speakers_of(units)
+    restated = {t.id for t in order if _RESTATED.search(turn_texts[t.id])}  # "Still with the Marlins.": the
+    # person's state, whatever its unit's subject ("The owner pays us in cider.")
 
     def third(r: int) -> str:
         """A unit's subject when it names a third person ("Raul", "Oren's sister"), not a speaker; else ""."""
@@ -245,10 +247,14 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
 
     def pick(words: frozenset[str], k: int, session: str, who: str, about: frozenset[str] = frozenset(),
              things: frozenset[str] = frozenset(), first: frozenset[str] = frozenset(),
-             gone: frozenset[str] = frozenset()) -> tuple[bool, float, int, int] | None:
-        """(names a word of `first`, weight, turn position, -row) of the earlier-session unit before turn `k` that
-        `words` name (one word of `gone` will do), of `who` or, whoever told it, about a third person of `about`."""
-        best: tuple[bool, float, int, int] | None = None  # the latest turn on a tie
+             gone: frozenset[str] = frozenset()) -> tuple[bool, float, bool, int, int] | None:
+        """(names a word of `first`, weight, a claim about the person, turn position, -row) of the earlier-session
+        unit before turn `k` that `words` name (one word of `gone` will do), of `who` or, whoever told it, about a
+        third person of `about`. On equal weight a claim whose subject is the person (or a state told again) comes
+        before a remark about the thing ("My sister says Toronto is colder in June." under "I'm flying up to
+        Toronto in June to see my sister.")."""
+        best: tuple[bool, float, bool, int, int] | None = None  # the latest turn on a tie
+        mine = about | {who.lower()}
         for r in {r for w in words for r in holding.get(w, ())}:  # a whole-turn unit ("say") is a state too
             o = order[turn_of[r]]
             if turn_of[r] >= k or o.session == session or (person[o.id] != who and third(r) not in about):
@@ -258,7 +264,8 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             if len(rare) >= cfg.min_shared or things & set(rare):  # an unclaimed sentence of the turn names it: two
                 shared |= frozenset(rare)  # rare words, or the thing a change says has gone ("My racing pigeons.")
             if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared) or shared & gone:
-                key = (bool(shared & first), sum(idf.get(w, 0.0) for w in sorted(shared)), turn_of[r], -r)
+                key = (bool(shared & first), sum(idf.get(w, 0.0) for w in sorted(shared)),
+                       units[r].subject.strip().lower() in mine or o.id in restated, turn_of[r], -r)
                 if best is None or key > best:
                     best = key
         return best
@@ -275,7 +282,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         held = None if best is not None else _unnamed(t, lambda: (o for o in reversed(order[:k]) if o.session !=
                                                                   t.session and person[o.id] == changer[t.id]),
                                                       turn_texts, questions, people, skip)
-        target = -best[3] if best is not None else best_unit(units, held.units, t.words) if held else None
+        target = -best[-1] if best is not None else best_unit(units, held.units, t.words) if held else None
         if target is not None:
             out.update(change_link(units, t, free, target, updates, said) if free else
                        retarget(units, t, target, updates, said))
@@ -286,12 +293,12 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         # a state told again in a later session ("We're still above the bakery") notes its first telling (the
         # earlier-session unit of that person its words name), which the change then supersedes too
         o = order[turn_of[target]]
-        if target in updates or target in out or not _RESTATED.search(turn_texts[o.id]):
+        if target in updates or target in out or o.id not in restated:
             continue
         first = pick(said.get(target, frozenset()) | extra.get(target, frozenset()), turn_of[target], o.session,
                      person[o.id])
         if first is not None:
-            out[target] = (-first[3], "note")
+            out[target] = (-first[-1], "note")
     return out
 
 
