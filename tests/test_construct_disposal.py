@@ -50,6 +50,10 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
     ("The Raleigh was taken off the rack at the station.", Disposal("The Raleigh", False)),
     ("Stolen off the drive in January.", Disposal("", True)),
     ("A riding school bought her off me in April.", Disposal("her", True)),
+    ("A couple from Ardmore bought it in May, and I've spent the money on a kitchen.", Disposal("it", True)),
+    ("In June a collector from Kelso bought my grandfather's red tractor.", Disposal("my grandfather's red tractor", False)),
+    ("The grocery has new owners, too.", Disposal("The grocery", False)),
+    ("The caravan's gone: a family bought it.", Disposal("The caravan", False)),
     ("I let my cousin have it in June for almost nothing.", Disposal("it", True)),
     ("In May I let a schoolteacher from Vardø have it for a fair price.", Disposal("it", True)),
     ("She's not mine any more.", Disposal("her", True)),
@@ -76,6 +80,7 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "The kids went in May, to the beach.",  # persons
     "He's gone.", "She's gone to bed.",  # persons
     "I bought it from a man in Leeds.", "My mum bought it for me.",  # the speaker got it
+    "A friend bought my son a drink.", "A friend of mine bought a boat.", "A friend bought me lunch.",
     "I let the dog have a bath.", "The photo was taken from the top of the hill.",
     "My colleagues and I went to a convention.", "I'm lucky to have them.", "They have it.", "I'd never sell it, so it's going to my grandson one day.",
 ])
@@ -190,3 +195,22 @@ def test_a_turn_of_an_earlier_session_does_not_name_what_a_change_left_unnamed()
     news = (3, 1, "Ilse", "Ilse's daughter", "win", "the debate", "My daughter won the debate at Fenwick school.")
     apart = (4, 2, "Ilse", "Ilse", "live", "apart", "Brannoc and I are living apart since May. We just stopped.")
     assert _links(wed, small, news, apart) == {3: (0, "change")}  # not (2, "change"): the debate
+
+
+def test_the_thing_named_as_gone_outweighs_other_shared_words() -> None:
+    had = (1, 1, "user", "user", "get", "an upright piano", "I've got an upright piano in my front room.")
+    mother = (2, 1, "user", "user's mother", "live by", "herself",
+              "My mother lives by herself and I worry about her steps down to the canal.")
+    gone = (3, 2, "user", "couple", "buy", "it",
+            "The piano is gone. A young couple bought it in March; two men carried it down the steps to the canal.")
+    assert _links(had, mother, gone) == {2: (0, "change")}
+
+
+def test_a_group_ending_beside_a_thing_sold_ends_the_group_too() -> None:
+    """"The Reelers folded when the church hall was sold": both are read, so the club's words link, not the hall's."""
+    club = (1, 1, "user", "user", "dance with", "the Kirkbride Reelers",
+            "I dance with the Kirkbride Reelers on Wednesday nights.")
+    hall = (2, 1, "user", "hall", "get", "a new floor", "The church hall got a new floor.")
+    folded = (3, 2, "user", "user's calves", "have recovered", "calves",
+              "The Kirkbride Reelers folded in January when the church hall was sold, so my calves have recovered.")
+    assert _links(club, hall, folded) == {2: (0, "change")}

@@ -50,6 +50,11 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("So you've finally hung up your apron!", Ending("", True)),
     # let go, or done with it
     ("The depot let me go in March.", Ending("", True)),
+    ("The plant let us all go in October.", Ending("", True)),
+    ("The exporter closed its shed in July and let fifty of us go, me included.", Ending("", True)),
+    ("They laid off forty of us.", Ending("", True)),
+    ("The depot closed in March.", Ending("The depot", True)),
+    ("The bakery closed for good last year.", Ending("The bakery", True)),
     ("I'm done with amateur dramatics.", Ending("amateur dramatics", True)),
     ("I left the chess club in October.", Ending("the chess club", True)),
 ])
@@ -66,7 +71,8 @@ def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> 
     "I just let it go.", "I let the dog go out.",  # a feeling; a thing let out
     "I gave the kids their tea in the garden.", "He gave me a lift.", "I picked it up.",
     "My parents split up when I was six.", "We broke up last year.", "The kids broke up for the holidays.",  # persons
-    "It's not in them to complain.", "The shop closed early today.",
+    "It's not in them to complain.", "The shop closed early today.", "The shop closed at six.",
+    "Let us all go to the pub.",
     "I handed the salt over to her.", "She gave my book back yesterday.",  # a thing passed, no role given up
     "Let me go and check.", "Are you done with the scissors?",
     "We left the gym early.", "I left the house at six.",  # leaving a place

@@ -108,10 +108,14 @@ def change_sentences(text: str, speaker: str, relations: tuple[str, ...], table:
     verb's lemma: "broke up" -> "break up") ends or changes a state. Remembered: a namespace's turns are read again
     whenever it grows."""
     sentences = SENTENCE.split(text)
-    gone = [disposal(x, people) or leaving(x, people) or called_off(x, people) for x in sentences]
-    by_reference = any(d is not None and d.by_reference for d in gone)
-    unnamed = any(d is not None and d.by_reference and not d.thing for d in gone)
-    things = frozenset().union(*(thing_words(d.thing) for d in gone if d is not None and not d.by_reference))
+    # every reading of a sentence: "The Reelers folded when the church hall was sold" ends the Reelers too
+    read = [[d for d in (disposal(x, people), leaving(x, people), called_off(x, people)) if d is not None]
+            for x in sentences]
+    found = [d for ds in read for d in ds]
+    by_reference = any(d.by_reference for d in found)
+    unnamed = any(d.by_reference and not d.thing for d in found)
+    things = frozenset().union(*(thing_words(d.thing) for d in found if not d.by_reference))
+    gone = [ds[0] if ds else None for ds in read]
     for rel in relations:
         e = table.relation(rel)[1]
         if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):

@@ -12,7 +12,7 @@ Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt
 has a new owner", "Kipper lives on a farm now", "she's not mine any more"), or someone takes it away or has it
 now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with your records",
 "somebody nicked it", "a neighbour took the freezer off my hands", "my brother has it now", "a riding school
-bought her off me", "a school took it", "the scouts have it").
+bought her off me", "a couple from Pendeen bought it", "a school took it", "the scouts have it").
 Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell it"), a person going
 somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names), the speaker having it ("I
 have it now"). When a pronoun names the thing and no word of the dialogue does ("We sold it in July."), it is what
@@ -37,6 +37,9 @@ _PRONOUN = re.compile(r"^(?:it|him|her|them|one)$", re.IGNORECASE)
 _THING = (rf"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:(?!and\b|or\b|I\b)(?:{LETTER}|-)+ ){{0,2}}?"
           rf"(?!I\b){LETTER}+"  # "the rowing machine", "my old estate car"; not "my colleagues and I"
           rf"|(?!(?:I|We|You|He|She|They|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b){NAME})")
+# a thing of the speaker's, possessed as people say it: "it", "my grandfather's red tractor"
+_OWNED = (rf"(?P<thing>it|him|her|them|(?:[Mm]y|[Oo]ur) (?:{LETTER}+['’]s )?(?:(?:{LETTER}|-)+ )?{LETTER}+)"
+          r"(?=\s*(?:[.,;:!]|$)|\s+(?:in|on|at|for|last|this|to|off|from|and|with|back|after|before)\b)")
 _OR_SUBJECT = _THING.replace("(?P<thing>", "(?P<thing>[Ss]he|[Hh]e|[Tt]hey|")  # "she's not mine": an animal
 _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     # the owner disposes of it
@@ -60,16 +63,18 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"collected\s+by|bought\s+by|given\s+away|towed(?:\s+away)?|taken\s+(?:off|away|from\s+outside))\b",
     rf"\b{_OR_SUBJECT}(?:'s|’s| is| are|'re|’re)(?=\s+(?:not|no\s+longer)\s+"
     r"(?:mine|ours)\b)",  # "she's not mine any more"
-    rf"\b{_THING}\s+has\s+a\s+new\s+owner\b",
+    rf"\b{_THING}\s+has\s+(?:a\s+)?new\s+owners?\b",
     rf"\b{_THING}\s+(?:disappeared|vanished|went\s+missing)\b",  # "the cargo bike disappeared from the rack"
     rf"\b{_THING}\s+(?:now\s+)?lives\s+(?:with|at|on|in)\b[^.!?;]*\bnow\b",  # "Kipper lives on a farm now"
-    rf"\b{_THING}(?:'s|’s| has| is)\s+gone(?=\s*(?:[.;!]|$)|,?\s+too\b)",  # "the hatchback's gone, too"
+    rf"\b{_THING}(?:'s|’s| has| is)\s+gone(?=\s*(?:[.;:!]|$)|,?\s+too\b)",  # "the hatchback's gone, too"
     # someone takes it away, or has it now
     rf"\b(?:towed|drove|took|carted|hauled)\s+{_THING}\s+away\b",
     rf"\b(?:drove|ran|went|made)\s+off\s+with\s+{_THING}",
     rf"\b(?:nicked|stole|pinched|swiped)\s+{_THING}",
     rf"\btook\s+{_THING}\s+off\s+(?:my|our)\s+hands\b",
     rf"(?<![Ii] )(?<![Ww]e )\bbought\s+{_THING}\s+(?:off|from)\s+(?:me|us)\b",  # "a riding school bought her off me"
+    # a stranger bought it: "a couple from Pendeen bought it in May", "an enthusiast bought my grandfather's tractor"
+    rf"(?<!\w)(?:[Aa]n?|[Ss]ome)\s+(?:[\w'’-]+\s+){{1,5}}?bought\s+{_OWNED}",
     rf"(?<![Ii] )(?<![Ww]e )\b(?:took|adopted)\s+(?P<thing>it|him|her|them)\s+(?:in\s+(?-i:{CAP})\w+|last\s+\w+)\b",
     r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )\b(?:has|have)\s+(?:got\s+)?(?P<thing>it|him|her|them)\s+now\b",
     # someone else took it or has it, told as the whole clause: "A school in Elderwick took it.", "The scouts have it."

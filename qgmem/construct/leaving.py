@@ -14,8 +14,8 @@ only, general English:
   member any more", "my last concert with them", "hung up his pads", "handed my folder back to the choir", "handed
   the shop over to my cousin", "I'm done with greasepaint", "I left the book group", or is let go ("the depot let
   me go in March");
-- a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "... carries on without
-  me".
+- a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "closed in March", "...
+  carries on without me".
 A bare quitting verb ("I dropped it", "I stopped") is read only when nothing but a time follows it ("in
 October", "after six weeks", "last year"): "I dropped it on the floor" and "we stopped at the shop" end nothing.
 Not read: questions, negated or wished sentences ("I'd never quit", "I want to give it up"), a person as the
@@ -80,7 +80,9 @@ _GROUP = (r"(?P<thing>[Tt]hey|[Ii]t|(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){
           rf"{CAP}[\w'’-]+(?:\s+{CAP}[\w'’-]+)*)")
 _ENDED = re.compile(rf"{_GROUP}(?:'s|’s| has| had)?\s+(?:just\s+|finally\s+)?(?:folded|disbanded|broken up|broke up"
                     r"|split up|wound up|closed down|shut down|gone under|went under|gone bust|went bust|fallen apart"
-                    r"|fell apart)\b")
+                    r"|fell apart"  # closed at a time told ("The depot closed in March"; not "closed early today")
+                    rf"|closed(?=\s+(?:for\s+good|in\s+(?:{_MONTH}|\d{{4}}|the\s+(?:{_SEASON}|new\s+year))"
+                    rf"|last\s+(?:year|month|week|{_SEASON}))))\b")
 _WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies|ied)\s+on|manages?|copes?"
                          r"|gets?\s+by|(?:is|are|'s|’s)\s+(?:doing\s+)?(?:fine|carrying\s+on))"
                          r"\s+without\s+(?:me|us|my)\b")
@@ -89,8 +91,10 @@ _GROUP_NOUNS = "|".join(sorted({*StateTable.default().nouns("membership", uses=(
 # left a group named by its noun ("I left the book group in September"; not "left the house")
 _LEFT = re.compile(rf"{_SUBJECT}(?:left|quit)\s+(?P<thing>(?:the|my|our)\s+(?:[\w'’-]+\s+){{0,3}}?"
                    rf"(?:{_GROUP_NOUNS})s?){_TAIL}")  # not "we left the gym early"
-# let go by an employer or a group ("Brackley's let me go in February"), or done with it ("I'm done with greasepaint")
-_LET_GO = re.compile(r"\b(?:let|laid)\s+(?:me|us)\s+(?:go|off)\b")
+# let go by an employer or a group ("Brackley's let me go in February", "the plant let us all go", "laid off
+# forty of us"), or done with it ("I'm done with greasepaint")
+_US = r"(?:me|us(?:\s+all)?|(?:all|most|half|some|[a-z]+)\s+of\s+us)"  # "us all", "twenty of us"
+_LET_GO = re.compile(rf"\b(?:let|laid)\s+{_US}\s+(?:go|off)\b|\blaid\s+off\s+{_US}\b")
 _DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are)\s+(?:all\s+|so\s+)?done\s+with\s+"
                         r"(?P<thing>[^.,;:!?]*[^.,;:!?\s])")
 _PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LEFT, _LET_GO, _DONE_WITH)

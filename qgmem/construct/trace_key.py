@@ -29,8 +29,10 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  42 "we split", "X and I married", "going steady"; 43 "Called off." as an answer, "I let a teacher in X have it";
 #  44 a thing gone named by nothing is what the turn before says, question or not ("... your bike." -> "Stolen.");
 #  45 only a turn before of the same session; 46 "going to <a place> ... now" is a change; 47 a change links the
-#  state told (having the thing, a claim about the person, the thing its sentence names) over a later mention
-TRACE_VERSION = 47
+#  state told (having the thing, a claim about the person, the thing its sentence names) over a later mention;
+#  48 "let us all go", "the depot closed in March", "has new owners", "a couple bought it", every reading of a
+#  sentence, and the thing named as gone outweighs other shared words
+TRACE_VERSION = 48
 
 
 def trace_key_parts() -> list[str | int]:

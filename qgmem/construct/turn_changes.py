@@ -247,13 +247,14 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
 
     def pick(words: frozenset[str], k: int, session: str, who: str, about: frozenset[str] = frozenset(),
              things: frozenset[str] = frozenset(), first: frozenset[str] = frozenset(),
-             gone: frozenset[str] = frozenset()) -> tuple[bool, float, bool, int, int] | None:
-        """(names a word of `first`, weight, a claim about the person, turn position, -row) of the earlier-session
-        unit before turn `k` that `words` name (one word of `gone` will do), of `who` or, whoever told it, about a
-        third person of `about`. On equal weight a claim whose subject is the person (or a state told again) comes
+             gone: frozenset[str] = frozenset()) -> tuple[bool, bool, float, bool, int, int] | None:
+        """(names a word of `gone`, names a word of `first`, weight, a claim about the person, turn position, -row)
+        of the earlier-session unit before turn `k` that `words` name (one word of `gone` will do), of `who` or,
+        whoever told it, about a third person of `about`. The thing named as gone outweighs other shared words ("The
+        piano is gone. ... carried it down the steps" links the piano, not "her steps"). On equal weight a claim whose subject is the person (or a state told again) comes
         before a remark about the thing ("My sister says Toronto is colder in June." under "I'm flying up to
         Toronto in June to see my sister.")."""
-        best: tuple[bool, float, bool, int, int] | None = None  # the latest turn on a tie
+        best: tuple[bool, bool, float, bool, int, int] | None = None  # the latest turn on a tie
         mine = about | {who.lower()}
         for r in {r for w in words for r in holding.get(w, ())}:  # a whole-turn unit ("say") is a state too
             o = order[turn_of[r]]
@@ -264,7 +265,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             if len(rare) >= cfg.min_shared or things & set(rare):  # an unclaimed sentence of the turn names it: two
                 shared |= frozenset(rare)  # rare words, or the thing a change says has gone ("My racing pigeons.")
             if len(shared) >= cfg.min_shared or any(df.get(w, 0) <= cfg.rare_df for w in shared) or shared & gone:
-                key = (bool(shared & first), sum(idf.get(w, 0.0) for w in sorted(shared)),
+                key = (bool(shared & gone), bool(shared & first), sum(idf.get(w, 0.0) for w in sorted(shared)),
                        units[r].subject.strip().lower() in mine or o.id in restated, turn_of[r], -r)
                 if best is None or key > best:
                     best = key
