@@ -41,6 +41,11 @@ from test_construct_turn_changes import _changed, _chat
     ("And then in August we split, no drama.", SINGLE, None),
     ("Brannoc and I married in the spring, at last.", MARRIED, "Brannoc"),
     ("We've been going steady since the winter fair.", SEEING, None),
+    ("Ilka and I celebrate two years as a couple this month.", SEEING, "Ilka"),
+    ("Ilka and I got together at the harvest, and it's serious.", SEEING, "Ilka"),
+    ("Ilka and I called time on it in May.", SINGLE, "Ilka"),
+    ("My cousin says you and Ilka called it off in August.", SINGLE, None),
+    ("I broke off the engagement in July.", SINGLE, None),
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
     got = partner_status(text)
@@ -62,6 +67,8 @@ def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str
     "They want to be married within two years.",
     "My wife's brother fixed the gate.",  # the wife's brother: no status told
     "We split the bill, as always.",  # a bill, not a couple
+    "We called it off because of the rain.", "We all got together at the pub.",  # an outing
+    "The family got together for Christmas.",
 ])
 def test_no_status_is_read_where_none_of_the_speaker_is_told(text: str) -> None:
     assert partner_status(text) is None

@@ -4,8 +4,8 @@ Why: a change of partner status is mostly told in words that share nothing with 
 triple the extractor keeps ("I'm single, and quite happy about it" -> "So, I've met someone. We've been together
 since March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the
 status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through",
-"gave him the ring back", "X and I have parted", "went our own ways"), seeing someone ("my girlfriend Kadri", "we've
-been a couple since ..."), engaged ("popped the question", "my fiancé"), married ("tied the knot", "my husband").
+"gave him the ring back", "X and I have parted", "went our own ways", "called time on it", "broke off the engagement",
+"you and X called it off"), seeing someone ("my girlfriend Kadri", "we've been a couple since ...", "X and I got together"), engaged ("popped the question", "my fiancé"), married ("tied the knot", "my husband").
 Two statements of one person in different sessions with different values, or with different named partners, are a
 change of that person's relationship state; the same value told again ("still together") is not, nor together after
 married with no partner named. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a
@@ -38,6 +38,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
              rf"|\bfinished with (?:him|her|them|(?-i:{NAME}))\b"
              rf"|\bgave (?:him|her|(?-i:{NAME})) (?:the|his|her|back the) ring(?: back)?\b"
              r"|\b(?:returned|handed back|gave back) (?:the|his|her|my) ring\b"
+             r"|\bbroke off (?:the|our|their|his|her|my) engagement\b|\bcalled time on (?:it|us|things)\b"
+             rf"|\b(?:you and (?-i:{NAME})|(?-i:{NAME}) and i)(?:'ve|’ve| have)?\s+called it off\b"  # not "we":
+             # an outing is called off as often
              rf"|\b(?:we|{LETTER}+ and i)(?:'ve|’ve| have)?\s+(?:parted|ended it)\b"  # "Ayaal and I have parted"
              rf"|\b(?:we|{LETTER}+ and i)(?:'ve|’ve| have)?\s+(?:finally\s+)?split\b"  # not "we split the bill"
              r"(?!\s+(?:the|a|an|it|our|my|his|her|their|this|that|everything|costs?|bills?|shifts?)\b)"),
@@ -54,7 +57,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
               rf"|\b(?:we|{LETTER}+ and i)\s+(?:finally\s+|just\s+)?married\b"),  # "Astou and I married in May"
     (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b|\bgoing steady\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
-             r"(?:together|a couple|an item)\b"
+             r"(?:together|a couple|an item)\b|\b(?:years?|months?) as a couple\b"
+             rf"|\b(?:we|{LETTER}+ and i)\s+(?:first\s+)?got together\b"  # "Fadi and I got together at the harvest"
              r"|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?(?:together|a couple|an item)\b"
              r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"
              r"|\b(?:has|have|got|'s got|’s got|'ve got|’ve got)\s+a\s+(?:new\s+)?(?:boyfriend|girlfriend)\b"
@@ -79,7 +83,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # a word every pattern above needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"split|broke|separate|divorce|finished|parted|ended it|single|dat(?:ing|ed)|seeing|going out"
                   r"|been with|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc"
-                  r"|still with|quits|own ways|couple|item|knot|hitched|husband|wife|split|steady", re.IGNORECASE)
+                  r"|still with|quits|own ways|couple|item|knot|hitched|husband|wife|split|steady|engagement"
+                  r"|time on|called it off|got together", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

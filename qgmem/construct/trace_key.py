@@ -31,8 +31,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  45 only a turn before of the same session; 46 "going to <a place> ... now" is a change; 47 a change links the
 #  state told (having the thing, a claim about the person, the thing its sentence names) over a later mention;
 #  48 "let us all go", "the depot closed in March", "has new owners", "a couple bought it", every reading of a
-#  sentence, and the thing named as gone outweighs other shared words
-TRACE_VERSION = 48
+#  sentence, and the thing named as gone outweighs other shared words; 49 "X and I got together", "two years as a
+#  couple", "called time on it", "you and X called it off", "broke off the engagement"
+TRACE_VERSION = 49
 
 
 def trace_key_parts() -> list[str | int]:
