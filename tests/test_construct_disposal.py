@@ -54,6 +54,9 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
     ("In June a collector from Kelso bought my grandfather's red tractor.", Disposal("my grandfather's red tractor", False)),
     ("The grocery has new owners, too.", Disposal("The grocery", False)),
     ("The caravan's gone: a family bought it.", Disposal("The caravan", False)),
+    ("No, I let my brother-in-law buy it in June.", Disposal("it", True)),
+    ("I gave him to my nephew in August; my hips can't take the saddle.", Disposal("him", True)),
+    ("The whole flock has belonged to my cousin since October.", Disposal("The whole flock", False)),
     ("I let my cousin have it in June for almost nothing.", Disposal("it", True)),
     ("In May I let a schoolteacher from Vardø have it for a fair price.", Disposal("it", True)),
     ("She's not mine any more.", Disposal("her", True)),
@@ -214,3 +217,12 @@ def test_a_group_ending_beside_a_thing_sold_ends_the_group_too() -> None:
     folded = (3, 2, "user", "user's calves", "have recovered", "calves",
               "The Kirkbride Reelers folded in January when the church hall was sold, so my calves have recovered.")
     assert _links(club, hall, folded) == {2: (0, "change")}
+
+
+def test_a_pronoun_for_the_thing_named_adds_only_who_got_it() -> None:
+    """"The canoe is gone, too. I let my neighbour buy it." names the canoe; the neighbour is who got it, not the state."""
+    had = (1, 1, "user", "user", "have", "a red canoe", "I have a red canoe in my garage.")
+    patch = (2, 1, "user", "user's neighbour", "help with", "the patch",
+             "My neighbour will help with the patch on the canoe seat.")
+    gone = (3, 2, "user", "canoe", "be", "gone", "The canoe is gone, too. I let my neighbour buy it in August.")
+    assert _links(had, patch, gone) == {2: (0, "change")}

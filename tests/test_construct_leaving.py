@@ -56,6 +56,8 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("The depot closed in March.", Ending("The depot", True)),
     ("The bakery closed for good last year.", Ending("The bakery", True)),
     ("I'm done with amateur dramatics.", Ending("amateur dramatics", True)),
+    ("In April I told them I was done with the barge.", Ending("the barge", True)),
+    ("I've put the park behind me.", Ending("the park", True)),
     ("I left the chess club in October.", Ending("the chess club", True)),
 ])
 def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> None:
@@ -72,7 +74,7 @@ def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> 
     "I gave the kids their tea in the garden.", "He gave me a lift.", "I picked it up.",
     "My parents split up when I was six.", "We broke up last year.", "The kids broke up for the holidays.",  # persons
     "It's not in them to complain.", "The shop closed early today.", "The shop closed at six.",
-    "Let us all go to the pub.",
+    "Let us all go to the pub.", "I put the kettle on behind me.",
     "I handed the salt over to her.", "She gave my book back yesterday.",  # a thing passed, no role given up
     "Let me go and check.", "Are you done with the scissors?",
     "We left the gym early.", "I left the house at six.",  # leaving a place

@@ -35,6 +35,8 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I milk sixty goats at my aunt's farm, twice a day.", {"farm"}, False),  # a place of work, no name
     ("I drive a gritter for the council all winter.", {"council"}, False),
     ("Still the same: I'm still at the oil depot, twelve-hour shifts.", {"depot"}, False),
+    ("I teach maths at the old grammar school, and the exams start tomorrow.", {"school"}, False),  # an article
+    ("I usually fix buses at the Stanway depot.", {"Stanway"}, False),  # an adverb before the verb
 ])
 def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun: bool) -> None:
     assert job(text) == NamedState(frozenset(names), begun)
@@ -51,6 +53,7 @@ def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun:
     "Meet you tonight at Dolan's!", "I started with podcasts and maps.",
     "I buy bread at the bakery on the corner.", "I'm running for office again.",  # an errand; no place of work
     "I'm on the hunt for a good spot for my pottery studio.",  # "for my ...": not where one works
+    "We actually met in an engineering class in college.",  # an adverb is no verb of work
 ])
 def test_what_tells_no_job(text: str) -> None:
     assert job(text) is None

@@ -46,6 +46,7 @@ from test_construct_turn_changes import _changed, _chat
     ("Ilka and I called time on it in May.", SINGLE, "Ilka"),
     ("My cousin says you and Ilka called it off in August.", SINGLE, None),
     ("I broke off the engagement in July.", SINGLE, None),
+    ("I've news of my own: Ilka and I finished in September.", SINGLE, "Ilka"),
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
     got = partner_status(text)
@@ -68,7 +69,7 @@ def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str
     "My wife's brother fixed the gate.",  # the wife's brother: no status told
     "We split the bill, as always.",  # a bill, not a couple
     "We called it off because of the rain.", "We all got together at the pub.",  # an outing
-    "The family got together for Christmas.",
+    "The family got together for Christmas.", "Tom and I finished the fence.", "We finished in May.",
 ])
 def test_no_status_is_read_where_none_of_the_speaker_is_told(text: str) -> None:
     assert partner_status(text) is None

@@ -112,10 +112,12 @@ def change_sentences(text: str, speaker: str, relations: tuple[str, ...], table:
     read = [[d for d in (disposal(x, people), leaving(x, people), called_off(x, people)) if d is not None]
             for x in sentences]
     found = [d for ds in read for d in ds]
-    by_reference = any(d.by_reference for d in found)
-    unnamed = any(d.by_reference and not d.thing for d in found)
     things = frozenset().union(*(thing_words(d.thing) for d in found if not d.by_reference))
-    gone = [ds[0] if ds else None for ds in read]
+    # a pronoun after the thing is named names it ("The canoe is gone, too. I let my neighbour buy it in August.")
+    by_reference = not things and any(d.by_reference for d in found)
+    unnamed = by_reference and any(not d.thing for d in found)
+    # a sentence whose thing is a pronoun for the one another names adds only who got it ("I let my neighbour buy it")
+    gone = [None if things and ds and all(d.by_reference for d in ds) else ds[0] if ds else None for ds in read]
     for rel in relations:
         e = table.relation(rel)[1]
         if e is not None and e.kind in ("end", "change") and e.use != "head" and not rel.startswith("not "):

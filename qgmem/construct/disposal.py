@@ -5,8 +5,8 @@ out, because the other speaker has just named it: "And the motorbike?" -> "Sold 
 tandem?" -> "We sold it."; "How's the Vespa?" -> "It belongs to my nephew now.". So the rule extractor keeps no
 claim of it ("sold it" names nothing) and the turn shares no word with "I've still got the old tandem". The
 reading here is of the sentence's grammar only, general English: the owner sells, scraps, gives the thing away
-or lets someone have it ("we sold it", "I got rid of the car", "gave him away", "we rehomed her", "traded the
-Renault in", "I let them have her"), or the thing goes to someone or somewhere, or is no longer the owner's ("the
+or lets someone have it ("we sold it", "I got rid of the car", "gave him away", "gave him to my nephew", "we
+rehomed her", "traded the Renault in", "I let them have her", "I let my brother buy it"), or the thing goes to someone or somewhere, or is no longer the owner's ("the
 Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt's", "it belongs to my nephew",
 "the Velmont paid for the new roof", "my bike was stolen", "the upright was collected by a school", "the Puffin
 has a new owner", "Kipper lives on a farm now", "she's not mine any more"), or someone takes it away or has it
@@ -47,17 +47,19 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"(?:sold|scrapped|got rid of|traded in|part-exchanged|rehomed|re-homed|donated)\s+{_THING}",
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:traded|part-exchanged)\s+{_THING}\s+in\b",
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:gave|given)\s+{_THING}\s+away\b",
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:gave|given)\s+{_THING}\s+to\s+"
+    r"(?:my|our|a|an|the)\b",  # "I gave him to my nephew in August"
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:swapped|exchanged)\s+{_THING}\s+for\b",
     r"^\s*(?:[Ss]old|[Ss]crapped|[Ss]tolen|[Nn]icked)\b(?!\s+out)",  # "Sold in March." (the thing left out)
     r"^\s*(?:[Bb]ought|[Tt]aken|[Cc]ollected|[Tt]owed)\s+(?:away\s+)?by\b",  # "Bought by a shepherd in July."
     r"^\s*[Gg]one\s+to\s+(?:my|our|his|her|their)\b",  # "Gone to my cousin's boy in July."
     # the owner lets someone have it: "I let them have her in June"
-    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)?\s+(?:just\s+)?let\s+(?:him|her|them|my\s+\w+|\w+|(?:a|an|the)\s+"
-    rf"(?:[\w'’-]+\s+){{1,4}}?)\s*have\s+{_THING}",  # "I let a teacher in Alta have it"
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)?\s+(?:just\s+)?let\s+(?:him|her|them|my\s+[\w'’-]+|\w+|(?:a|an|the)\s+"
+    rf"(?:[\w'’-]+\s+){{1,4}}?)\s*(?:have|buy|take|keep)\s+{_THING}",  # "I let a teacher in Alta have it"
     # the thing goes
     rf"\b{_THING}(?:'s|’s| has| had)?\s+(?:gone|went)\s+(?:to|for)\b(?!\s+(?:me|us)\b)",  # "went to me": got
     rf"\b{_THING}(?:'s|’s| has)?\s+(?:gone|went)\s+in\s+\w+,?\s+to\s+(?:a|an|the|my|his|her|our|their)\b",
-    rf"\b{_THING}\s+(?:now\s+)?belongs\s+to\b",
+    rf"\b{_THING}\s+(?:now\s+)?(?:belongs|has\s+belonged)\s+to\b",
     rf"\b{_THING}\s+paid\s+for\b",
     rf"\b{_THING}\s+(?:was|were|got|has\s+been|'s\s+been|’s\s+been)\s+(?:stolen|nicked|written\s+off|sold|"
     rf"collected\s+by|bought\s+by|given\s+away|towed(?:\s+away)?|taken\s+(?:off|away|from\s+outside))\b",
@@ -87,7 +89,7 @@ _PERSONS = frozenset(load_table("person_nouns")) | frozenset({"people", "childre
 _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bmight|\bthinking of)\b", re.IGNORECASE)
 # a word every pattern needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"sold|scrapped|stolen|let|collected|bought|towed|taken|mine|ours|rid of|traded|exchanged|gave|"
-                  r"given|gone|went|belongs|paid for|away|came|stole|nicked|pinched|swiped|written off|new owner|"
+                  r"given|gone|went|belong|paid for|away|came|stole|nicked|pinched|swiped|written off|new owner|"
                   r"off with|hands|(?:it|him|her|them)\s+now|ha(?:s|ve)\s+it\b|rehomed|re-homed|donated|lives|"
                   r"swapped|took|adopted|disappeared|vanished|missing", re.IGNORECASE)
 

@@ -12,7 +12,7 @@ only, general English:
   "stood down from the committee", "walked out of the club", "finished with the Owls", "withdrawn from the
   race", "let the membership lapse", "didn't renew", "not a
   member any more", "my last concert with them", "hung up his pads", "handed my folder back to the choir", "handed
-  the shop over to my cousin", "I'm done with greasepaint", "I left the book group", or is let go ("the depot let
+  the shop over to my cousin", "I'm done with greasepaint", "I've put the park behind me", "I left the book group", or is let go ("the depot let
   me go in March");
 - a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "closed in March", "...
   carries on without me".
@@ -64,6 +64,7 @@ _QUIT = (
     r"let\s+(?P<thing>(?:the|my|our)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+)\s+go\b(?!\s+(?:to|out|in|on|and|for|with|"
     r"into|outside|home|off|ahead|first|back|of)\b)",
     r"(?:called it a day|knocked it on the head|hung up (?:my|his|her|their|your) \w+)",
+    rf"put\s+{_THING}(?<!\son)\s+behind\s+(?:me|us|him|her|them)\b",  # "I've put the park behind me"
     # a role's token handed back or on: "handed my folder back to the choir", "handed the shop over to my cousin";
     # not a thing passed to a person by a pronoun ("handed the salt over to her")
     r"(?:handed|given)\s+(?P<thing>(?:my|his|her|our|their|the)\s+(?:[\w'’-]+\s+)?[\w'’-]+)\s+(?:back|over)\b"
@@ -95,14 +96,14 @@ _LEFT = re.compile(rf"{_SUBJECT}(?:left|quit)\s+(?P<thing>(?:the|my|our)\s+(?:[\
 # forty of us"), or done with it ("I'm done with greasepaint")
 _US = r"(?:me|us(?:\s+all)?|(?:all|most|half|some|[a-z]+)\s+of\s+us)"  # "us all", "twenty of us"
 _LET_GO = re.compile(rf"\b(?:let|laid)\s+{_US}\s+(?:go|off)\b|\blaid\s+off\s+{_US}\b")
-_DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are)\s+(?:all\s+|so\s+)?done\s+with\s+"
+_DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are| was| were)\s+(?:all\s+|so\s+)?done\s+with\s+"
                         r"(?P<thing>[^.,;:!?]*[^.,;:!?\s])")
 _PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LEFT, _LET_GO, _DONE_WITH)
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|handed|"
                   r"walked|finished|withdr|pulled out|"
                   r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
-                  r"called it|knocked it|hung up|let me|let us|laid|done with|left", re.IGNORECASE)
+                  r"called it|knocked it|hung up|let me|let us|laid|done with|left|behind", re.IGNORECASE)
 
 
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos

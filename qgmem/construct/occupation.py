@@ -38,7 +38,7 @@ _WORKPLACE = "|".join(sorted((w.replace(" ", r"\s+") for w in load_words("workpl
 _NOUN = rf"(?:[\w'’-]+\s+){{0,2}}?(?:{_WORKPLACE})s?\b"
 # a place of work ahead: after "at", "with" or "in", or after "for" and an article ("drives a gritter for the
 # council"; not "running for office", "for my dance studio", "on the hunt for ...")
-_AT_NOUN = rf"(?:(?:at|with|in)\s+(?={_NOUN})|for\s+(?=(?:the|a|an)\s+{_NOUN}))"
+_AT_NOUN = rf"(?:(?:at|with|in)\s+(?=(?:the\s+|a\s+|an\s+)?{_NOUN})|for\s+(?=(?:the|a|an)\s+{_NOUN}))"
 _NAMED = (rf"(?:[\w'’&-]+\s+){{0,7}}?(?:(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?=(?-i:{CAP}))"  # at a name
           rf"|{_AT_NOUN})")
 # a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
@@ -50,7 +50,7 @@ _NOT_WORK = (r"(?!(?:also|still|now|just|really|always|never|even|only|go|shop|e
              r"pray|look|wait|love|like|enjoy|hate|feel|use|had|has|is|does|say|met|volunteer|"
              r"went|saw|got|took|made|came|found|spent|left|was|were|did|ran|sat|stood|bought|sold|thought|kept|"
              r"ate|drank|lost|won|told|said|heard|gave|brought|caught|taught|wrote|read)"
-             r"(?:s|es|ing)?\b)")
+             r"(?:s|es|ing)?\b|[a-z]+ly\b)")  # nor an adverb as the verb ("We actually met in a class in college")
 # nor, at a place of work named by a common noun, an errand ("I buy bread at the bakery", "I pick her up at the school")
 _ERRAND = (r"(?!(?:buy|order|drink|grab|pick|drop|take|sit|sleep|rest|relax|swim|study|visit|park|queue|borrow|"
            r"collect)(?:s|es|ing)?\b)")
@@ -85,7 +85,7 @@ def _patterns(g: Grammar) -> Patterns:
         # a perfect of work at a named place ("Thirty-eight years I've driven for Brigstock Coaches")
         rf"|\b{s}{g.have}\s+(?:\w+ly\s+)?(?!(?:stay|liv|play|shop|eat|see|meet|stopp|look|wait|lodg|visit|camp|"
         rf"holiday|spen|be|gon|com|go)\w*\b)[a-z]+(?:ed|en)\s+(?:for|at)\s+(?:the\s+)?(?=(?-i:{CAP}))"
-        rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+)?{_NOT_WORK}(?:[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
+        rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+|[a-z]+ly\s+)?{_NOT_WORK}(?:[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
         rf"|{_ERRAND}[a-z]+(?<!ed)\s+{_OBJECT}{_AT_NOUN})"
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?"
         rf"{_NOT_WORK}(?:[a-z]+ing\s+{_AT_NAME}|{_ERRAND}[a-z]+ing\s+{_OBJECT}{_AT_NOUN})",  # "you're selling ..."

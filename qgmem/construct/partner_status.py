@@ -42,6 +42,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
              rf"|\b(?:you and (?-i:{NAME})|(?-i:{NAME}) and i)(?:'ve|’ve| have)?\s+called it off\b"  # not "we":
              # an outing is called off as often
              rf"|\b(?:we|{LETTER}+ and i)(?:'ve|’ve| have)?\s+(?:parted|ended it)\b"  # "Ayaal and I have parted"
+             rf"|\b(?-i:{NAME}) and i(?:'ve|’ve| have)?\s+finished(?=\s*(?:[.,;!]|$)|\s+(?:in|last|after|when)\b)"
              rf"|\b(?:we|{LETTER}+ and i)(?:'ve|’ve| have)?\s+(?:finally\s+)?split\b"  # not "we split the bill"
              r"(?!\s+(?:the|a|an|it|our|my|his|her|their|this|that|everything|costs?|bills?|shifts?)\b)"),
     (SINGLE, rf"(?:\b(?:i'm|i am|i've been|i have been|you're|you are|still|and)|{_BE3})\s+(?:still\s+|now\s+)?"

@@ -32,8 +32,10 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  state told (having the thing, a claim about the person, the thing its sentence names) over a later mention;
 #  48 "let us all go", "the depot closed in March", "has new owners", "a couple bought it", every reading of a
 #  sentence, and the thing named as gone outweighs other shared words; 49 "X and I got together", "two years as a
-#  couple", "called time on it", "you and X called it off", "broke off the engagement"
-TRACE_VERSION = 49
+#  couple", "called time on it", "you and X called it off", "broke off the engagement"; 50 "X and I finished", "I let
+#  my brother buy it", "gave him to my nephew", "has belonged to", "I was done with", "put X behind me", an article
+#  before a place of work, no adverb as a verb of work, a pronoun for a thing named adds only who got it
+TRACE_VERSION = 50
 
 
 def trace_key_parts() -> list[str | int]:
