@@ -355,3 +355,24 @@ def test_shared_words_weighing_the_same_link_a_claim_about_the_person_over_one_a
            "I'm not going to Toronto after all. My sister is coming down here in August instead.")
     assert _links(trip, shop, remark, off) == {3: (0, "change")}
     assert _links(shop, remark, off) == {2: (1, "change")}  # no claim about him: the remark is what there is
+
+
+def test_news_told_with_its_source_in_one_sentence_is_the_one_spoken_to_s() -> None:
+    """"My cousin on the boat tells me you live in Sibu now": the teller's "my" and "me" belong to the source."""
+    home = (1, 1, "Jugah", "Jugah", "live in", "my grandmother's longhouse above Kapit",
+            "I live in my grandmother's longhouse above Kapit, by the river.")
+    ticket = (2, 1, "Inda", "Inda", "sell", "tickets for the express boat",
+              "I sell tickets for the express boat at the wharf.")
+    news = (3, 2, "Inda", "Jugah", "live in", "Sibu",
+            "My cousin on the express boat tells me you live in Sibu now, in a flat near the market.")
+    assert _links(home, ticket, news) == {2: (0, "change")}
+
+
+def test_a_turn_telling_a_change_of_the_state_a_remark_names_makes_it_a_change() -> None:
+    """The claim alone reads as a remark on the class ("I dance salsa now"); the turn's words tell its new night."""
+    units, texts = _chat((1, 1, "user", "user", "go to", "a salsa class on Thursday evenings",
+                          "I go to a salsa class on Thursday evenings, so I need quick meals on Thursdays."),
+                         (2, 1, "assistant", "assistant", "say", "cook extra", "Cook extra the night before."),
+                         (3, 2, "user", "user", "dance", "salsa",
+                          "I dance salsa on Tuesdays now; the studio swapped our night with a yoga group in March."))
+    assert _changed(units, texts) == [("n/u1", "n/u3")]

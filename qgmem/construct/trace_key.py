@@ -34,8 +34,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  sentence, and the thing named as gone outweighs other shared words; 49 "X and I got together", "two years as a
 #  couple", "called time on it", "you and X called it off", "broke off the engagement"; 50 "X and I finished", "I let
 #  my brother buy it", "gave him to my nephew", "has belonged to", "I was done with", "put X behind me", an article
-#  before a place of work, no adverb as a verb of work, a pronoun for a thing named adds only who got it
-TRACE_VERSION = 50
+#  before a place of work, no adverb as a verb of work, a pronoun for a thing named adds only who got it; 51 "my
+#  cousin on the boat tells me you ...", a turn telling a change of the state a remark names makes it a change
+TRACE_VERSION = 51
 
 
 def trace_key_parts() -> list[str | int]:

@@ -191,7 +191,8 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
             updates.update({m: sup & set(g.members) for m, role in zip(g.members, got) if role == "update"})
         extra = {i: got for i, got in turn_links(units, turn_texts, updates, table=table,
                                                  speakers=turn_speakers).items()
-                 if i not in links or i in updates}
+                 if i not in links or i in updates or links[i] == (got[0], "note")}  # a turn telling a change of
+                # the state a remark names makes it a change ("I dance salsa on Tuesdays now" of the Thursday class)
         if extra:
             groups = _place(units, cfg, facts, words, readings, {**links, **extra})
     return groups

@@ -63,7 +63,9 @@ from qgmem.types import AtomicUnit
 _SECOND_PERSON = re.compile(r"\byou(?:'re|’re|'ve|’ve| are| have| got| now| still| started| moved| left| live| work"
                             r"| rent| run| own)\b|\byou and \w+ (?:are|have|'re|’re|'ve|’ve)\b")
 # a report of what the speaker heard ("I hear you've got a new man"): its "I" is not whose state it tells
-_HEARSAY = re.compile(r"\bi (?:hear|heard|gather|see|saw|noticed|read)\b")
+_HEARSAY = re.compile(r"\bi (?:hear|heard|gather|see|saw|noticed|read)\b"
+                      # or who told it, up to the news ("My cousin on the boat tells me you live in Sibu now")
+                      r"|(?:^|(?<=[.!?] ))[^.!?]*?\b(?:tells|told|says|said)(?:\s+(?:me|us))?(?=\s+(?:that\s+)?you\b)")
 # where the teller had news from: someone else told or saw it ("My cousin saw you two.", "Your mum told me.")
 _SOURCE = re.compile(r"\s*(?:(?:my|your|his|her|their|our)\s+\w+|she|he|they)\s+(?:\w+\s+)?(?:saw|told|tells|says|said"
                      r"|noticed|phoned|rang|heard)\b")
