@@ -51,7 +51,8 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
     ("Stolen off the drive in January.", Disposal("", True)),
     ("A riding school bought her off me in April.", Disposal("her", True)),
     ("A couple from Ardmore bought it in May, and I've spent the money on a kitchen.", Disposal("it", True)),
-    ("In June a collector from Kelso bought my grandfather's red tractor.", Disposal("my grandfather's red tractor", False)),
+    ("In June a collector from Kelso bought my grandfather's red tractor.",
+     Disposal("my grandfather's red tractor", False)),
     ("The grocery has new owners, too.", Disposal("The grocery", False)),
     ("The caravan's gone: a family bought it.", Disposal("The caravan", False)),
     ("No, I let my brother-in-law buy it in June.", Disposal("it", True)),
@@ -220,7 +221,8 @@ def test_a_group_ending_beside_a_thing_sold_ends_the_group_too() -> None:
 
 
 def test_a_pronoun_for_the_thing_named_adds_only_who_got_it() -> None:
-    """"The canoe is gone, too. I let my neighbour buy it." names the canoe; the neighbour is who got it, not the state."""
+    """"The canoe is gone, too. I let my neighbour buy it." names the canoe; the neighbour is who got it, not a
+    state."""
     had = (1, 1, "user", "user", "have", "a red canoe", "I have a red canoe in my garage.")
     patch = (2, 1, "user", "user's neighbour", "help with", "the patch",
              "My neighbour will help with the patch on the canoe seat.")

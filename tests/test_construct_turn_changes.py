@@ -350,7 +350,8 @@ def test_a_turn_telling_an_ending_and_a_beginning_changes_the_state_its_ending_n
 def test_shared_words_weighing_the_same_link_a_claim_about_the_person_over_one_about_the_thing() -> None:
     trip = (1, 1, "Win", "Win", "fly up to", "Toronto", "I'm flying up to Toronto in June to see my sister.")
     shop = (2, 1, "Pau", "Pau", "run", "a patty shop", "I run a patty shop in Mandeville.")
-    remark = (3, 1, "Win", "Toronto", "be", "colder than a freezer", "My sister says Toronto is colder than a freezer in June.")
+    remark = (3, 1, "Win", "Toronto", "be", "colder than a freezer",
+              "My sister says Toronto is colder than a freezer in June.")
     off = (4, 2, "Win", "Win", "not go to", "Toronto",
            "I'm not going to Toronto after all. My sister is coming down here in August instead.")
     assert _links(trip, shop, remark, off) == {3: (0, "change")}

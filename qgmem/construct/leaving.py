@@ -12,8 +12,8 @@ only, general English:
   "stood down from the committee", "walked out of the club", "finished with the Owls", "withdrawn from the
   race", "let the membership lapse", "didn't renew", "not a
   member any more", "my last concert with them", "hung up his pads", "handed my folder back to the choir", "handed
-  the shop over to my cousin", "I'm done with greasepaint", "I've put the park behind me", "I left the book group", or is let go ("the depot let
-  me go in March");
+  the shop over to my cousin", "I'm done with greasepaint", "I've put the park behind me", "I left the book
+  group", or is let go ("the depot let me go in March");
 - a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "closed in March", "...
   carries on without me".
 A bare quitting verb ("I dropped it", "I stopped") is read only when nothing but a time follows it ("in
@@ -96,8 +96,8 @@ _LEFT = re.compile(rf"{_SUBJECT}(?:left|quit)\s+(?P<thing>(?:the|my|our)\s+(?:[\
 # forty of us"), or done with it ("I'm done with greasepaint")
 _US = r"(?:me|us(?:\s+all)?|(?:all|most|half|some|[a-z]+)\s+of\s+us)"  # "us all", "twenty of us"
 _LET_GO = re.compile(rf"\b(?:let|laid)\s+{_US}\s+(?:go|off)\b|\blaid\s+off\s+{_US}\b")
-_DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are| was| were)\s+(?:all\s+|so\s+)?done\s+with\s+"
-                        r"(?P<thing>[^.,;:!?]*[^.,;:!?\s])")
+_DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are| was| were)\s+(?:all\s+|so\s+)?"
+                        r"done\s+with\s+(?P<thing>[^.,;:!?]*[^.,;:!?\s])")
 _PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LEFT, _LET_GO, _DONE_WITH)
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|handed|"

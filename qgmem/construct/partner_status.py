@@ -5,7 +5,8 @@ triple the extractor keeps ("I'm single, and quite happy about it" -> "So, I've 
 since March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the
 status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through",
 "gave him the ring back", "X and I have parted", "went our own ways", "called time on it", "broke off the engagement",
-"you and X called it off"), seeing someone ("my girlfriend Kadri", "we've been a couple since ...", "X and I got together"), engaged ("popped the question", "my fiancé"), married ("tied the knot", "my husband").
+"you and X called it off"), seeing someone ("my girlfriend Kadri", "we've been a couple since ...", "X and I got
+together"), engaged ("popped the question", "my fiancé"), married ("tied the knot", "my husband").
 Two statements of one person in different sessions with different values, or with different named partners, are a
 change of that person's relationship state; the same value told again ("still together") is not, nor together after
 married with no partner named. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a

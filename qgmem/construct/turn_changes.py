@@ -253,9 +253,9 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         """(names a word of `gone`, names a word of `first`, weight, a claim about the person, turn position, -row)
         of the earlier-session unit before turn `k` that `words` name (one word of `gone` will do), of `who` or,
         whoever told it, about a third person of `about`. The thing named as gone outweighs other shared words ("The
-        piano is gone. ... carried it down the steps" links the piano, not "her steps"). On equal weight a claim whose subject is the person (or a state told again) comes
-        before a remark about the thing ("My sister says Toronto is colder in June." under "I'm flying up to
-        Toronto in June to see my sister.")."""
+        piano is gone. ... carried it down the steps" links the piano, not "her steps"). On equal weight a claim
+        whose subject is the person (or a state told again) comes before a remark about the thing ("My sister says
+        Toronto is colder in June." under "I'm flying up to Toronto in June to see my sister.")."""
         best: tuple[bool, bool, float, bool, int, int] | None = None  # the latest turn on a tie
         mine = about | {who.lower()}
         for r in {r for w in words for r in holding.get(w, ())}:  # a whole-turn unit ("say") is a state too
