@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -203,21 +204,11 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         b = before.get(t.id, "")
         _read_change(t, units, turn_texts, b, table, people, skip, b in turns and turns[b].session == t.session)
     order = sorted(turns.values(), key=lambda t: t.position)
-    df: dict[str, int] = {}
-    for t in order:
-        for w in t.words:
-            df[w] = df.get(w, 0) + 1
+    df = Counter(w for t in order for w in t.words)
     n = len(order)
     idf = {w: math.log(1 + n / d) for w, d in df.items()}
     specific = max(cfg.specific_df, math.ceil(cfg.specific_share * n))
-    person: dict[str, str] = {}  # whose state a turn tells (of a change turn: its change sentences)
-    changer: dict[str, str] = {}
-    recent: list[str] = []  # the latest two speakers, latest last: the one spoken to is the latest other one,
-    for t in order:  # also when a turn between them kept no unit ("Look at you! So you're ... now!")
-        other = next((x for x in reversed(recent) if x != t.speaker), None)
-        person[t.id] = _person(t, turn_texts[t.id], other)
-        changer[t.id] = _person(t, t.told, other)
-        recent = [x for x in recent if x != t.speaker][-1:] + [t.speaker]
+    person, changer = _whose(order, turn_texts)
     turn_of = {r: k for k, t in enumerate(order) for r in t.units}
     asked = _answered(order, turn_texts, before, speakers or {})
     said: dict[int, frozenset[str]] = {}  # unit -> words of its own sentence
@@ -303,6 +294,20 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
         if first is not None:
             out[target] = (-first[-1], "note")
     return out
+
+
+def _whose(order: list[Turn], turn_texts: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Whose state each turn tells, and whose its change sentences tell (`_person`): the one spoken to is the latest
+    other speaker, also when a turn between them kept no unit ("Look at you! So you're ... now!")."""
+    person: dict[str, str] = {}
+    changer: dict[str, str] = {}
+    recent: list[str] = []  # the latest two speakers, latest last
+    for t in order:
+        other = next((x for x in reversed(recent) if x != t.speaker), None)
+        person[t.id] = _person(t, turn_texts[t.id], other)
+        changer[t.id] = _person(t, t.told, other)
+        recent = [x for x in recent if x != t.speaker][-1:] + [t.speaker]
+    return person, changer
 
 
 def _unclaimed(t: Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]) -> frozenset[str]:
