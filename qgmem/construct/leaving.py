@@ -94,7 +94,7 @@ _LEFT = re.compile(rf"{_SUBJECT}(?:left|quit)\s+(?P<thing>(?:the|my|our)\s+(?:[\
                    rf"(?:{_GROUP_NOUNS})s?){_TAIL}")  # not "we left the gym early"
 # let go by an employer or a group ("Brackley's let me go in February", "the plant let us all go", "laid off
 # forty of us"), or done with it ("I'm done with greasepaint")
-_US = r"(?:me|us(?:\s+all)?|(?:all|most|half|some|[a-z]+)\s+of\s+us)"  # "us all", "twenty of us"
+_US = r"(?:me|us(?:\s+all)?|[a-z]+\s+of\s+us)"  # "us all", "all of us", "twenty of us"
 _LET_GO = re.compile(rf"\b(?:let|laid)\s+{_US}\s+(?:go|off)\b|\blaid\s+off\s+{_US}\b")
 _DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are| was| were)\s+(?:all\s+|so\s+)?"
                         r"done\s+with\s+(?P<thing>[^.,;:!?]*[^.,;:!?\s])")
