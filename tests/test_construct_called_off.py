@@ -43,6 +43,14 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("Called off. The river was in flood.", Ending("", True)),  # the plan left out, as an answer
     ("Cancelled, sadly.", Ending("", True)),
     ("Postponed until May, if the hall is free.", Ending("", True)),
+    # what the speaker was doing is off; a plan moved to a date, told with its noun; no longer at its time
+    ("Her ankle's swollen, so the canoeing is off until the spring.", Ending("the canoeing", True)),
+    ("We had to move the reunion to the twelfth of March, the hall flooded.", Ending("the reunion", True)),
+    ("The christening has been brought forward to Easter.", Ending("The christening", True)),
+    ("Big change: the recital is now on the third of May.", Ending("the recital", True)),
+    ("Our trip isn't in August any more.", Ending("Our trip", True)),
+    ("I never went to Tromsø, the flights were cancelled.", Ending("", True)),
+    ("We didn't go in April after all.", Ending("", True)),
 ])
 def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) -> None:
     assert called_off(sentence) == expected
@@ -53,7 +61,9 @@ def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) 
     "We might cancel.", "I'd hate to call it off.", "If it rains we'll put it off till June.",  # not done
     "I'm off to bed.", "She's off sick.", "We're off to Spain!",  # a person
     "I never went to bed.", "I never went skiing as a child.",  # no plan
-    "The heating's off.", "The lights are off.",  # not a plan
+    "The heating's off.", "The lights are off.", "My phone is off.",  # not a plan
+    "We moved the piano to the back room.", "I moved the boxes to the first floor.",  # a place, not a date
+    "I never went to school on Saturdays.",
     "I put the kettle back on.", "I pushed it back into the drawer.", "We moved the sofa back.",  # no time
     "I moved it upstairs.", "He called me back.",
     "I didn't go to the gym today.", "I never went there as a kid.",  # not a plan's name

@@ -27,6 +27,8 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
     ("So it's gone for scrap.", Disposal("it", True)),
     ("They paid cash and came for it with a trailer.", Disposal("it", True)),
     ("I gave him away to a farm.", Disposal("him", True)),
+    ("My niece rides it now; I gave it to her in May.", Disposal("it", True)),
+    ("I let her go in June to a boatman from the next island.", Disposal("her", True)),
     ("Since the Volvo went to the scrapyard, I take the bus.", Disposal("the Volvo", False)),
     ("Pilchard's gone to my aunt's in the countryside.", Disposal("Pilchard", False)),
     ("A couple drove the Dandelion away last Saturday.", Disposal("the Dandelion", False)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from qgmem.construct.named_state import NamedState
-from qgmem.construct.occupation import job
+from qgmem.construct.occupation import job, jobs_of_others
 from tests.test_construct_turn_changes import _changed, _chat
 
 
@@ -127,3 +127,33 @@ def test_a_job_at_a_place_of_work_without_a_name_changes_to_another() -> None:
     new = (3, 2, "Ilse", "Ilse", "fit out", "narrowboats",
            "From June on I fit out narrowboats at the boatyard in Pellow. No more early milking.")
     assert _changed(*_chat(old, SMALL_TALK, new)) == [("n/u1", "n/u3")]
+
+
+@pytest.mark.parametrize("text", ["I'm a ferryman now, since April; early starts.",
+                                  "Since the spring I've been the assistant librarian.",
+                                  "So you're the new caretaker!", "My brother became a paramedic in June."])
+def test_an_occupation_with_a_mark_of_its_beginning_is_a_new_job(text: str) -> None:
+    states = [job(text)] + [state for _, _, state in jobs_of_others(text)]
+    assert any(s is not None and s.begun and not s.weak for s in states)
+
+
+@pytest.mark.parametrize("text", ["I'm a good cook these days.", "I'm a much better driver now.",
+                                  "I'm a vegetarian now.", "I can solve a crossword in ten minutes these days."])
+def test_a_judgement_a_diet_or_an_ability_is_no_new_job(text: str) -> None:
+    state = job(text)
+    assert state is None or state.weak
+
+
+def test_an_occupation_alone_is_a_job_a_beginning_changes() -> None:
+    old = (1, 1, "Ilse", "Ilse", "be", "a freelance translator", "I'm a freelance translator, mostly contracts.")
+    new = (3, 2, "Ilse", "Ilse", "be", "the office manager",
+           "Since October I'm the office manager at a shipping firm in Rellow.")
+    assert job(old[-1]) == NamedState(frozenset(), False)
+    assert _changed(*_chat(old, SMALL_TALK, new)) == [("n/u1", "n/u3")]
+
+
+def test_an_ending_changes_the_job_before_a_present_ability() -> None:
+    """"I can ... these days" tells no job; a retirement after it changes the job told before it."""
+    ability = (2, 1, "Ilse", "Ilse", "read", "a tide table", "I can read a tide table in my head these days.")
+    retired = (3, 2, "Ilse", "Ilse", "ring", "the bell", "I've retired. I rang the bell for the last time in May.")
+    assert _changed(*_chat(OLD_JOB, ability, retired)) == [("n/u1", "n/u3")]

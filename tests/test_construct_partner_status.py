@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from qgmem.construct.partner_status import ENGAGED, MARRIED, SEEING, SINGLE, Status, partner_status
+from qgmem.construct.partner_status import ENGAGED, MARRIED, SEEING, SINGLE, Status, partner_status, statuses_of_others
 from test_construct_turn_changes import _changed, _chat
 
 
@@ -38,6 +38,8 @@ from test_construct_turn_changes import _changed, _chat
     ("We tied the knot in May, on the old pier!", MARRIED, None),
     ("My husband Orrin grumbled at the rain all day.", MARRIED, "Orrin"),
     ("Orrin and I went our own ways in March.", SINGLE, "Orrin"),
+    ("I've been seeing a cellist from the conservatoire since spring.", SEEING, None),
+    ("We've been a pair since the midsummer fair.", SEEING, None),
     ("And then in August we split, no drama.", SINGLE, None),
     ("Brannoc and I married in the spring, at last.", MARRIED, "Brannoc"),
     ("We've been going steady since the winter fair.", SEEING, None),
@@ -70,6 +72,7 @@ def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str
     "We split the bill, as always.",  # a bill, not a couple
     "We called it off because of the rain.", "We all got together at the pub.",  # an outing
     "The family got together for Christmas.", "Tom and I finished the fence.", "We finished in May.",
+    "I'm seeing a physio from the clinic on Tuesday.",  # an appointment
 ])
 def test_no_status_is_read_where_none_of_the_speaker_is_told(text: str) -> None:
     assert partner_status(text) is None
@@ -117,3 +120,8 @@ def test_together_after_married_is_no_change_unless_with_another_named_partner()
     assert not Status(SEEING, None).differs(wed)  # "my husband" ... "we've been together ten years"
     assert Status(SEEING, "Ilar").differs(Status(MARRIED, "Orrin"))
     assert Status(SINGLE, None).differs(wed)
+
+
+def test_a_third_person_who_married_again_is_married() -> None:
+    ((who, _, status),) = statuses_of_others("My uncle married again in June, a baker from the coast.")
+    assert "My uncle" in who and status.value == MARRIED

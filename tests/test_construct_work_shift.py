@@ -17,12 +17,17 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat
     ("I do nights on the maternity ward, Sunday to Wednesday.", {"night"}, set()),
     ("I work four night shifts a week in the pharmacy.", {"night"}, set()),
     ("The rota changed: three long days, and no nights at all.", set(), {"night"}),
-    ("I'm on the two-till-ten at the call centre.", {"two till ten"}, set()),
+    ("I'm on the two-till-ten at the call centre.", {"two to ten"}, set()),  # hours as one form
     ("I switched to the late crossings in June.", {"late"}, set()),
     ("Update: I'm off nights! I've been on the day shift since New Year.", {"day"}, {"night"}),
     ("Managers work days, so no more nights!", set(), {"night"}),
     ("We're on the day shift at the bakery now.", {"day"}, set()),
     ("I'm on the early shift this month.", {"early"}, set()),
+    # a part of the day, and the hours of a habit
+    ("I work the evening now, the bar is quieter.", {"evening"}, set()),
+    ("Mornings now. The new girl took the evenings.", {"morning"}, set()),
+    ("I sweep the market hall, Tuesday to Saturday from five till eight in the morning.", {"five to eight"}, set()),
+    ("I bake from four until noon, then I sleep.", {"four to noon"}, set()),
 ])
 def test_a_shift_is_read_with_its_kind_or_hours(text: str, held: set[str], left: set[str]) -> None:
     assert work_shift(text) == Shift(frozenset(held), frozenset(left))
@@ -30,7 +35,8 @@ def test_a_shift_is_read_with_its_kind_or_hours(text: str, held: set[str], left:
 
 @pytest.mark.parametrize("text", ["I'm on holiday next week.", "Are you still on nights?", "He's on nights.",
                                   "I have no days off this month.",
-                                  "I'm going to Paris on Tuesday.", "I went to the beach on days off."])
+                                  "I'm going to Paris on Tuesday.", "I went to the beach on days off.",
+                                  "I drove from two to four without a break.", "We walked from nine till noon."])
 def test_what_tells_no_shift(text: str) -> None:
     assert work_shift(text) is None
 

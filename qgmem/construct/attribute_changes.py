@@ -71,7 +71,9 @@ def attribute_links(units: list[AtomicUnit], order: list[Turn], person: Mapping[
                 # a speaker tells a change once a session ("we relocated to Melbourne" ... "our new house has a
                 # lemon tree"); the person's own word after a friend's report ("you're going out with ...") counts
                 again = any(x[0] == t.session and order[x[1]].speaker == t.speaker for x in said_before)
-                earlier = next((x for x in reversed(said_before) if x[0] != t.session), None)  # latest, other session
+                # the latest of another session that a change can be of (a weak job without a name is none)
+                earlier = next((x for x in reversed(said_before)
+                                if x[0] != t.session and getattr(x[2], "changeable", True)), None)
                 for key in who:
                     told.setdefault(key, []).append((t.session, k, value))
                 free = [r for r in t.units if r not in updates]

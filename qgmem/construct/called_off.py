@@ -32,7 +32,8 @@ _WHEN = "|".join(sorted(m.capitalize() for m in MONTHS | WEEKDAYS))
 # a time after the particle: "back to September", "off until next May", "forward a week"
 _TIME = (rf"(?:to|till|until|til|for|by|into)\s+(?:the\s+|next\s+|a\s+|an\s+|late\s+|early\s+|mid-?)?(?:{_WHEN}|\d"
          r"|spring|summer|autumn|fall|winter|week|month|year|weekend|new year|end|first|second|third|fourth|fifth"
-         r"|sixth|seventh|eighth|ninth|tenth|\w+teenth|twent|thirt)|(?:a|an|one|two|three|four|six)\s+(?:day|week|"
+         r"|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|\w+teenth|twent|thirt)"
+         r"|(?:a|an|one|two|three|four|six)\s+(?:day|week|"
          r"month|year)s?\b|indefinitely\b")
 # what may follow "the plan is off / cancelled": the sentence's end, or a reason or a time
 _AFTER = (r"(?=\s*(?:[.,;:!\-—–]|$)|\s+(?:for|after|because|now|then|too|as|until|till|to|since|in|at|due|"
@@ -51,6 +52,17 @@ _PLAN_NOUN = rf"(?:{_PLAN_NOUNS})(?:s|es)?\b"
 # what may be "off" (not "the heating's off"): a name, or a plan noun ("the cycling trip")
 _OFF_PLAN = (rf"(?P<thing>(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){{0,3}}?{_PLAN_NOUN}"
              rf"|{_NOT_PLAN}{CAP}[\w'’-]+(?:\s+{CAP}[\w'’-]+)*)")
+# what the speaker was doing is off too ("the trek is off", "the rafting is off until he can paddle"), but not a
+# machine, a supply or a light that is switched off
+_SWITCHED = (r"(?!(?:[\w'’-]+\s+){0,3}?(?:heating|heater|power|electricity|lights?|lamp|gas|water|tv|telly|radio|"
+             r"engine|"
+             r"motor|phone|alarm|oven|cooker|fridge|freezer|boiler|wifi|internet|signal|tap|fan|music|sound|volume|"
+             r"computer|laptop|machine)\b)")
+_OFF_DOING = rf"(?P<thing>(?:[Tt]he|[Oo]ur|[Mm]y)\s+{_SWITCHED}(?:[\w'’-]+\s+){{0,3}}?[\w'’-]+)"
+# a time a plan moved to, told with a noun for the plan: a date, not a place ("moved the dinner to the eleventh of
+# November", "moved the party to Saturday"; not "moved the sofa to the first floor")
+_DATE = (rf"(?:to|till|until|for)\s+(?:the\s+|next\s+|late\s+|early\s+|mid-?)?(?:{_WHEN}|spring|summer|autumn|"
+         rf"winter|new year|\w+\s+of\s+(?:{_WHEN})|\w+\s+(?:week|month|year)\b)")
 _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     # a verb and its particle around the plan; a pronoun moved to a time
     rf"{_SUBJECT}(?:put|pushed|moved|shifted|bumped)\s+{_PLAN}\s+(?:back|forward)\s+(?:{_TIME})",
@@ -58,9 +70,16 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"{_SUBJECT}(?:called|kicked)\s+{_PLAN}\s+off\b",
     rf"{_SUBJECT}(?:put)\s+{_PLAN}\s+on\s+(?:hold|ice)\b",
     rf"{_SUBJECT}(?:moved|shifted|changed|switched|rebooked)\s+(?P<thing>it|them|that)\s+(?:{_TIME})",
+    rf"{_SUBJECT}(?:had\s+to\s+|have\s+to\s+)?(?:move|moved|shift|shifted|rebook|rebooked|brought|bring)\s+"
+    rf"{_PLAN}\s+(?:forward\s+)?{_DATE}",  # "we had to move the dinner to the eleventh of November"
+    rf"{_SUBJECT_PLAN}(?:'s| is| was| has been|'s been|’s been| had been)\s+(?:now\s+)?(?:(?:moved|shifted)\s+"
+    rf"(?:{_TIME}|{_DATE})|brought forward|pushed back|put back|put off|rescheduled)",  # "has been brought forward"
+    rf"{_OFF_DOING}(?:'s|’s| is)\s+now\s+(?:on|in|for)\s+(?:the\s+)?(?:{_WHEN}|\w+\s+of\s+(?:{_WHEN}))",  # "now on
+    # the twelfth of October"
     # the plan is off
     rf"{_OFF_PLAN}(?:'s|’s| is| was| has been|'s been|’s been| had been)\s+(?:now\s+)?"
     rf"(?:off|dead|on\s+hold|on\s+ice){_AFTER}",
+    rf"{_OFF_DOING}(?:'s|’s| is| was| has been|'s been|’s been| had been)\s+(?:now\s+)?off{_AFTER}",
     rf"{_SUBJECT_PLAN}(?:'s|’s| is| was| has been|'s been|’s been| got| had been)\s+(?:now\s+)?"
     rf"(?:cancelled|canceled|called off|postponed|shelved|scrapped|withdrawn|put back|pushed back){_AFTER}",
     rf"{_SUBJECT_PLAN}\s+(?:fell|has fallen|'s fallen|’s fallen)\s+through\b",
@@ -78,12 +97,17 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
 _NOT_DONE = tuple(re.compile(p) for p in (
     rf"{_SUBJECT_PLAN}\s+(?:never\s+happened|(?:didn't|didn’t|did\s+not)\s+happen)\b",
     r"\b(?:[Ii]|[Ww]e)\s+(?:never|didn't|didn’t|did not)\s+(?:go|make it|made it|get|got)\s+"
-    rf"(?:to\s+(?=(?-i:{CAP}))|there\b|in\s+the\s+end\b|after\s+all\b)",
+    rf"(?:to\s+(?=(?-i:{CAP}))|there\b|in\s+the\s+end\b|after\s+all\b|in\s+(?:{_WHEN})\b)",  # "didn't go in May"
+    rf"\b(?:[Ii]|[Ww]e)\s+never\s+went\s+to\s+(?=(?-i:{CAP}))",  # "I never went to Ouagadougou."
     r"^\s*(?:[Ii]|[Ww]e)\s+never\s+went(?=\s*[.!;]|$)",  # "I never went." (what the question before names)
+    # the plan is no longer at its time: "the wedding isn't in December any more"
+    rf"{_OFF_PLAN}\s+(?:isn't|isn’t|is\s+not|won't\s+be|won’t\s+be)\s+(?:in|on)\s+[^.!?;]*?\bany\s*more\b",
 ))
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"\b(?:off|back|forward|cancel|postpone|defer|shelve|scrap|withdrawn|through|never|didn|"
-                  r"did not|dropped|ditched|moved|shifted|rebooked|abandon|hold|ice|dead|happen)", re.IGNORECASE)
+                  r"did not|dropped|ditched|moved|move|shift|rebook|brought|bring|abandon|hold|ice|dead|happen|now|"
+                  r"any\s*more)",
+                  re.IGNORECASE)
 
 
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos

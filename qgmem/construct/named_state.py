@@ -79,6 +79,12 @@ class NamedState:
     weak: bool = False  # told only as a present habit ("I operate one of the cranes now"): it may be the attribute
     ended: bool = False  # told as ended, with nothing after it ("he retired in June"): none is a value too
 
+    @property
+    def changeable(self) -> bool:
+        """A state a later one can change: not a weak statement without a name ("I can solve a quadratic in my head
+        these days"), which `differs` never counts as changed; a change is of the statement before it."""
+        return not (self.weak and not any(map(_is_name, self.names)))
+
     def differs(self, earlier: NamedState) -> bool:
         """A change: a beginning of something other than the earlier statement names, or other names only.
         A name is the same as one whose words it holds or is held by ("Fairholme", "Fairholme Observatory").

@@ -29,6 +29,7 @@ import re
 from functools import lru_cache
 
 from qgmem.construct.letters import CAP
+from qgmem.construct.state_cues import MONTHS, WEEKDAYS
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
 from qgmem.words import load_words
 
@@ -43,14 +44,27 @@ _NAMED = (rf"(?:[\w'’&-]+\s+){{0,7}}?(?:(?:at|for|with|in|on)\s+(?:the\s+|a\s+
           rf"|{_AT_NOUN})")
 # a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
 _OBJECT = r"(?:(?!to\b|it\b)[\w'’&-]+\s+){0,5}?"
-_AT_NAME = rf"{_OBJECT}(?:at|for)\s+(?:the\s+)?(?=(?-i:{CAP}))"
+# a month or weekday is a time, not an organisation
+_WHEN = "(?-i:" + "|".join(sorted(m.capitalize() for m in MONTHS | WEEKDAYS)) + ")"
+_AT_NAME = rf"{_OBJECT}(?:at|for)\s+(?:the\s+)?(?!{_WHEN}\b)(?=(?-i:{CAP}))"  # not a time: "booked it for September"
 # verbs of a present habit that are not work (going, shopping, eating, meeting, liking somewhere), and the
 # irregular pasts a bare form cannot tell from the present: "I met her at Rook's", "I had a great time at ..."
 _NOT_WORK = (r"(?!(?:also|still|now|just|really|always|never|even|only|go|shop|eat|meet|see|stay|live|play|"
-             r"pray|look|wait|love|like|enjoy|hate|feel|use|had|has|is|does|say|met|volunteer|"
+             r"pray|look|wait|love|like|enjoy|hate|feel|use|have|had|has|is|does|say|met|volunteer|"
              r"went|saw|got|took|made|came|found|spent|left|was|were|did|ran|sat|stood|bought|sold|thought|kept|"
-             r"ate|drank|lost|won|told|said|heard|gave|brought|caught|taught|wrote|read)"
+             r"ate|drank|lost|won|told|said|heard|gave|brought|caught|taught|wrote|read|"
+             r"can|could|will|would|shall|should|must|might|may)"  # nor a modal: "I can solve it in my head now"
              r"(?:s|es|ing)?\b|[a-z]+ly\b)")  # nor an adverb as the verb ("We actually met in a class in college")
+# an occupation (words/occupations.txt) after at most two words that qualify it ("a postman", "the practice manager";
+# not a judgement of how one does it: "a good cook", "a terrible driver")
+_OCCUPATIONS = "|".join(sorted(load_words("occupations"), key=len, reverse=True))
+_JUDGED = (r"(?!(?:good|great|better|best|bad|worse|worst|terrible|awful|decent|lousy|proper|real|keen|big|huge|"
+           r"happy|proud|nervous|slow|fast|quick|careful|natural|born|fine|excellent|brilliant|hopeless|useless|"
+           r"much|far|very|pretty|really|such|little|bit)\b)")
+_ROLE = rf"(?:{_JUDGED}[\w'’-]+\s+){{0,2}}?(?:{_OCCUPATIONS})s?\b"
+# a recent time it began from: "since May", "since the spring", "since the start of June"
+_SINCE = (rf"since\s+(?:the\s+(?:start|end|beginning|middle)\s+of\s+|the\s+|last\s+|early\s+|late\s+)?"
+          rf"(?:{'|'.join(sorted(MONTHS))}|spring|summer|autumn|fall|winter|new year)\b")
 # nor, at a place of work named by a common noun, an errand ("I buy bread at the bakery", "I pick her up at the school")
 _ERRAND = (r"(?!(?:buy|order|drink|grab|pick|drop|take|sit|sleep|rest|relax|swim|study|visit|park|queue|borrow|"
            r"collect)(?:s|es|ing)?\b)")
@@ -70,9 +84,16 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)*(?:took|taken|got|landed|accepted)\s+(?:a|the)\s+(?:new\s+)?"
         rf"(?:[\w'’-]+\s+)?(?:job|role|post|position)\b"
         rf"|\b(?:taken on|took {g.obj} on|taking {g.obj} on|got taken on|been hired|got hired)\b"
+        rf"|\b(?:{s}{aux}\s+|and\s+)(?:just\s+|now\s+)?signed\s+on\s+(?:as|with|at)\b"  # "and signed on as a"
         rf"|\b(?:made|promoted) {g.obj}\s+(?:to\s+)?(?:an?\s+|the\s+)?(?:[\w'’-]+\s+)?"
         rf"(?:manager|supervisor|director|head|lead|partner|foreman|chef)\b"
-        rf"|\b{g.poss} new (?:job|role|post|position)\b",
+        rf"|\b{g.poss} new (?:job|role|post|position)\b"
+        # an occupation with a mark of its beginning: "I'm a postman now", "since May I've been the cook", "you're
+        # the new caretaker", "she became a midwife"
+        rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+|finally\s+|officially\s+)?(?:a|an|the)\s+{_ROLE}"
+        rf"(?=[^.!?;]*?\b(?:now|these days|nowadays|{_SINCE}))"
+        rf"|^\s*{_SINCE}\s*,?\s+{s}(?:{g.be}|{g.have}\s+been)\s+(?:a|an|the)\s+{_ROLE}"
+        rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+)?the\s+new\s+{_ROLE}|\b{s}\s+became\s+(?:a|an|the)\s+{_ROLE}",
         re.IGNORECASE)
     holds = re.compile(
         rf"\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?(?:a|an|the)\s+{_NAMED}"  # a role at a name
@@ -85,16 +106,19 @@ def _patterns(g: Grammar) -> Patterns:
         # a perfect of work at a named place ("Thirty-eight years I've driven for Brigstock Coaches")
         rf"|\b{s}{g.have}\s+(?:\w+ly\s+)?(?!(?:stay|liv|play|shop|eat|see|meet|stopp|look|wait|lodg|visit|camp|"
         rf"holiday|spen|be|gon|com|go)\w*\b)[a-z]+(?:ed|en)\s+(?:for|at)\s+(?:the\s+)?(?=(?-i:{CAP}))"
-        rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+|[a-z]+ly\s+)?{_NOT_WORK}(?:[a-z]+(?<!ed)\s+{_AT_NAME}"  # "I fix"
-        rf"|{_ERRAND}[a-z]+(?<!ed)\s+{_OBJECT}{_AT_NOUN})"
+        rf"|\b{g.habit}\s+(?:still\s+|now\s+|also\s+|[a-z]+ly\s+)?{_NOT_WORK}"  # "I fix"
+        rf"(?:[a-z]+(?<![^e]ed)\s+{_AT_NAME}"
+        rf"|{_ERRAND}[a-z]+(?<![^e]ed)\s+{_OBJECT}{_AT_NOUN})"
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?"
-        rf"{_NOT_WORK}(?:[a-z]+ing\s+{_AT_NAME}|{_ERRAND}[a-z]+ing\s+{_OBJECT}{_AT_NOUN})",  # "you're selling ..."
+        rf"{_NOT_WORK}(?:[a-z]+ing\s+{_AT_NAME}|{_ERRAND}[a-z]+ing\s+{_OBJECT}{_AT_NOUN})"  # "you're selling ..."
+        # an occupation alone ("I'm a freelance illustrator"): a job, with no value a later one differs from
+        rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+)?(?:a|an|the)\s+{_ROLE}",
         re.IGNORECASE)
     now_habit = re.compile(
         rf"\b{s}{g.be}?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
-        rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<!ed)\s+(?:[\w'’&-]+\s+){{1,8}}?"
+        rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<![^e]ed)\s+(?:[\w'’&-]+\s+){{1,8}}?"
         rf"(?<!right\s)(?<!just\s)(?<!for\s)(?:now|these days|nowadays)\b"
-        rf"|^\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{s}\s+{_NOT_WORK}[a-z]+(?<!ed)\b",
+        rf"|^\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{s}\s+{_NOT_WORK}[a-z]+(?<![^e]ed)\b",
         re.IGNORECASE)
     # a job ended: no job is a state too ("He retired in June", "she lost her job when the mill shut")
     ends = re.compile(rf"\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+|officially\s+|still\s+)*(?:(?:a\s+)?retired|"
@@ -110,7 +134,8 @@ _ORG = re.compile(rf"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?:[a-z][\w
                   rf"({CAP}[\w'’&-]*(?:\s+(?:{CAP}[\w'’&-]*|&|and(?=\s+(?!I\b){CAP})))*|(?:{_WORKPLACE})(?=s?\b))")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"\b(?:at|for|with|in|as|on)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
-                  r"\bsince\b|retired|laid off|unemployed|out of work|trained|qualified",
+                  rf"\bsince\b|retired|laid off|unemployed|out of work|trained|qualified|became|\bnew\b"
+                  rf"|\b(?:{_OCCUPATIONS})",
                   re.IGNORECASE)
 Job = NamedState  # names: the organisations; begun: a new job
 

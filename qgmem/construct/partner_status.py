@@ -55,11 +55,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are|were)|{_BE3})\s+(?:still\s+)?married\b"
               rf"|\bmarried (?=(?-i:{CAP}))"  # not "want to get married"; "she married Cornelius"
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"  # "muddling along, married twelve years"
+              r"|\byears\s+married\b|\bmarried\s+again\b"  # "Eleven years married to X", "my father married again"
               r"|\b(?:tied|tie|tying) the knot\b|\bgot hitched\b"
               rf"|\b(?:we|{LETTER}+ and i)\s+(?:finally\s+|just\s+)?married\b"),  # "Astou and I married in May"
-    (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen (?:going out|dating)\b|\bgoing steady\b"
+    (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen seeing (?:a|an) [\w'’-]+ from\b"
+             r"|\bbeen (?:going out|dating)\b|\bgoing steady\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
-             r"(?:together|a couple|an item)\b|\b(?:years?|months?) as a couple\b"
+             r"(?:together|a couple|an item|a pair)\b|\b(?:years?|months?) as a couple\b"
              rf"|\b(?:we|{LETTER}+ and i)\s+(?:first\s+)?got together\b"  # "Fadi and I got together at the harvest"
              r"|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?(?:together|a couple|an item)\b"
              r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"
@@ -86,7 +88,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _ANY = re.compile(r"split|broke|separate|divorce|finished|parted|ended it|single|dat(?:ing|ed)|seeing|going out"
                   r"|been with|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc"
                   r"|still with|quits|own ways|couple|item|knot|hitched|husband|wife|split|steady|engagement"
-                  r"|time on|called it off|got together", re.IGNORECASE)
+                  r"|time on|called it off|got together|pair", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

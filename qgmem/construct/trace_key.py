@@ -7,7 +7,8 @@ from qgmem.words import digest
 
 # the word lists that decide traces (their digest joins the traces' build key)
 TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_changes", "state_classes", "state_ignore",
-               "state_relations", "stopwords", "subject_modifiers", "unresolved_subjects", "workplaces")
+               "state_relations", "stopwords", "subject_modifiers", "unresolved_subjects", "workplaces",
+               "occupations")
 # part of the traces' build key: bump it when a change of the grouping code changes traces, so stored traces are
 # regrouped, not served. What each version added:
 #  1 subject and class; 2 structural links; 3 whole-turn changes (turn_changes.py); 4 a pronoun object's thing;
@@ -35,8 +36,12 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  couple", "called time on it", "you and X called it off", "broke off the engagement"; 50 "X and I finished", "I let
 #  my brother buy it", "gave him to my nephew", "has belonged to", "I was done with", "put X behind me", an article
 #  before a place of work, no adverb as a verb of work, a pronoun for a thing named adds only who got it; 51 "my
-#  cousin on the boat tells me you ...", a turn telling a change of the state a remark names makes it a change
-TRACE_VERSION = 51
+#  cousin on the boat tells me you ...", a turn telling a change of the state a remark names makes it a change;
+#  52 an occupation with a mark of its beginning ("I'm a postman now"; words/occupations.txt) or alone, a change
+#  of the job before a weak one, "the trek is off", "moved the dinner to the eleventh of November", "isn't in
+#  December any more", "brought forward", "gave it to him", "let her go to a teacher", "been seeing a violinist
+#  from the opera", "a pair", "married again", a part of the day worked, the hours of a habit ("from six to nine")
+TRACE_VERSION = 52
 
 
 def trace_key_parts() -> list[str | int]:

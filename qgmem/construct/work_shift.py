@@ -24,8 +24,11 @@ _NUMBER = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|n
            r"(?:\s*(?:am|pm|a\.m\.|p\.m\.))?)")
 _HOURS = rf"{_NUMBER}(?:\s+|-)(?:till|until|to|-)(?:\s+|-){_NUMBER}"
 _COUNT = r"(?:(?:one|two|three|four|five|six|seven|\d)\s+)?"  # "four night shifts a week"
-_SHIFT = (rf"(?:the\s+)?{_COUNT}(?:{_HOURS}(?:\s+shifts?)?|(?:nights|days|earlies|lates|weekdays|weekends)\b"
-          rf"|(?:night|day|early|late|weekday|weekend)\s+(?:shifts?|rota|runs?|crossings?))")
+_SHIFT = (rf"(?:the\s+)?{_COUNT}(?:{_HOURS}(?:\s+shifts?)?|(?:nights|days|earlies|lates|weekdays|weekends|mornings|"
+          rf"afternoons|evenings)\b|(?:night|day|early|late|weekday|weekend|morning|afternoon|evening)\s+"
+          rf"(?:shifts?|rota|runs?|crossings?))")
+# a part of the day worked: "I work the afternoon now", "Afternoons now." (an answer: the speaker's)
+_PART = r"(?:mornings|afternoons|evenings|nights)"
 _PERSON = r"(?:i|we|you)"
 _ON = re.compile(
     rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+"
@@ -33,15 +36,22 @@ _ON = re.compile(
     rf"|\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?(?:work|do)\s+{_SHIFT}"
     rf"|\bput\s+(?:me|us|you)\s+on\s+{_SHIFT}"
     rf"|\b{_PERSON}(?:'ve|’ve| have)?\s+(?:switched|swapped|moved|changed|gone|went)\s+(?:over\s+|back\s+)?"
-    rf"to\s+{_SHIFT}",
+    rf"to\s+{_SHIFT}"
+    rf"|\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?(?:work|do)\s+the\s+(?:morning|afternoon|evening)\b"
+    rf"|^\s*{_PART}\s+now\b"
+    # hours of a habit: "I clean offices, Monday to Friday from six to nine in the morning" (not a past: "I drove")
+    rf"|\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?(?!(?:was|were|had|did|went|drove|came|got|spent)\b)"
+    rf"[a-z]+(?<![^e]ed)\b[^.!?;]{{0,80}}?\bfrom\s+{_HOURS}",
     re.IGNORECASE)
 _OFF = re.compile(rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are)\s+(?:finally\s+)?off\s+{_SHIFT}"
                   rf"|\bno\s+(?:more\s+)?{_SHIFT}(?!\s+off)", re.IGNORECASE)  # "no more nights", "no nights at all"
 # the value a match names: its hours as said, or the kind of shift
-_VALUE = re.compile(rf"(?P<hours>{_HOURS})|(?P<kind>night|earl|late|weekday|weekend|day)", re.IGNORECASE)
+_VALUE = re.compile(rf"(?P<hours>{_HOURS})|\b(?P<kind>night|earl|late|weekday|weekend|day|morning|afternoon|evening)",
+                    re.IGNORECASE)  # not the "day" of "Monday"
+_ENDS_IN_HOURS = re.compile(rf"\bfrom\s+(?P<hours>{_HOURS})$", re.IGNORECASE)  # "... from six to nine"
 _KINDS = {"earl": "early"}
 # a word every pattern needs: most turns have none and are passed over in one search
-_ANY = re.compile(rf"night|day|earl|late|week|{_HOURS}", re.IGNORECASE)
+_ANY = re.compile(rf"night|day|earl|late|week|morning|afternoon|evening|{_HOURS}", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 
 
@@ -60,11 +70,12 @@ class Shift:
 def _value(m: re.Match[str]) -> str:
     """The value of a shift a pattern matched: its hours ("seven till three") or its kind ("night")."""
     tail = m.group(0)[max(m.group(0).lower().rfind(" on "), m.group(0).lower().rfind(" to "), 0):]
-    v = _VALUE.search(tail) or _VALUE.search(m.group(0))
+    v = _ENDS_IN_HOURS.search(m.group(0)) or _VALUE.search(tail) or _VALUE.search(m.group(0))
     if v is None:
         return m.group(0).lower()
     if v.group("hours"):
-        return " ".join(re.split(r"[\s-]+", v.group("hours").lower()))
+        start, end = re.split(r"[\s-]+(?:till|until|to|-)?[\s-]*", v.group("hours").lower(), maxsplit=1)
+        return f"{start} to {end}"  # "six till nine" is "six to nine"
     kind = v.group("kind").lower()
     return _KINDS.get(kind, kind)
 
