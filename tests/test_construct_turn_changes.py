@@ -377,3 +377,13 @@ def test_a_turn_telling_a_change_of_the_state_a_remark_names_makes_it_a_change()
                          (3, 2, "user", "user", "dance", "salsa",
                           "I dance salsa on Tuesdays now; the studio swapped our night with a yoga group in March."))
     assert _changed(units, texts) == [("n/u1", "n/u3")]
+
+
+def test_a_question_that_names_the_askers_own_thing_tells_it() -> None:
+    """"Any tips for my chess club? We meet ..." tells a chess club of the asker's: leaving it later links there."""
+    asked = (1, 1, "user", "user", "meet in", "the library",
+             "Any openings to suggest for my chess club? I'm the weakest. We meet in the library on Thursdays.")
+    other = (2, 1, "user", "user", "want", "a new kettle", "I also want a new kettle. Which one?")
+    left = (3, 2, "user", "user", "be", "free in the evenings",  # the extractor keeps the first claim only
+            "I'm free in the evenings too; I left the chess club in March.")
+    assert _changed(*_chat(asked, other, left)) == [("n/u1", "n/u3")]

@@ -77,6 +77,8 @@ _NAME_IN = re.compile(rf"(?<=[\w,;:] )(?-i:{CAP})[{LOWER}]+(?:['’]s)?\b")
 # how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
 _ASKS = re.compile(r"\s*(?:are|is|am|do|does|did|have|has|had|was|were|will|would|can|could|should|how|what|where|who"
                    r"|which|when|why|still|and|any|so|or)\b", re.IGNORECASE)
+_OWN = re.compile(r"\b(?:my|our)\s+((?:[\w'’-]+\s+){0,2}?[\w'’-]+)(?=\s*[?,]|\s+(?:and|for|with|at|in|on|to)\b)",
+                  re.IGNORECASE)  # "my book group?", "our old van for ..."
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|we|we're|we’re|my|our)\b")
 
 
@@ -314,8 +316,13 @@ def _unclaimed(t: Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]
     """Words of the turn's statements that no unit's claim holds ("Still bass in the Tinderbox Saints." beside the unit
     of "We've got a gig at the Drover on Saturday."): the turn's units state them too."""
     claims = [sentence(units[r].text, units[r].speaker) for r in t.units]
-    rest = [x for x in SENTENCE.split(text) if not x.rstrip().endswith("?")
+    said = SENTENCE.split(text)
+    rest = [x for x in said if not x.rstrip().endswith("?")
             and not any(c and (c in x or x.strip() in c) for c in claims)]
+    # a question of a turn that also states something tells what the asker has ("Can you suggest books for my book
+    # group? We meet at ..."): the things it names as theirs
+    if len(said) > 1:
+        rest += [m.group(1) for x in said if x.rstrip().endswith("?") for m in _OWN.finditer(x)]
     return _words(" ".join(rest), t.speaker, skip) if rest else frozenset()
 
 
