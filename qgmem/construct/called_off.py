@@ -8,10 +8,13 @@ never made it to Porto". The reading is of the sentence's grammar only, general 
   June" (with a time after "back", "forward", "put ... off" and a moved pronoun: "put the kettle back" and
   "moved it upstairs" move no plan);
 - the plan is off: "X is off / dead / on hold" (a name, or a noun of a plan: "the boat trip's off", "the
-  Orkney plan's dead", not "the heating's off"), "we've put the extension on hold",
-  "X's been cancelled / postponed / withdrawn", "X fell through", "it never happened", "it didn't happen";
+  Orkney plan's dead"), what the speaker was doing is off ("the trek is off"; not a machine or a supply: "the
+  heating's off"), a plan moved to a date by its noun ("we had to move the dinner to the eleventh of November";
+  not to a place), "has been brought forward", "is now on the twelfth of October", "isn't in December any more",
+  "we've put the extension on hold", "X's been cancelled / postponed / withdrawn", "X fell through", "it never
+  happened", "it didn't happen";
 - the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym"), "I never
-  went.";
+  went to X", "we didn't go in September", "I never went.";
 - a verb that ends or moves a plan with a pronoun object or none ("we've cancelled", "I deferred it"), or
   drops a plan noun ("we've dropped the Orkney idea").
 When the plan is a pronoun, a common noun or nothing, it is what the turn or the question just before it

@@ -5,7 +5,8 @@ out, because the other speaker has just named it: "And the motorbike?" -> "Sold 
 tandem?" -> "We sold it."; "How's the Vespa?" -> "It belongs to my nephew now.". So the rule extractor keeps no
 claim of it ("sold it" names nothing) and the turn shares no word with "I've still got the old tandem". The
 reading here is of the sentence's grammar only, general English: the owner sells, scraps, gives the thing away
-or lets someone have it ("we sold it", "I got rid of the car", "gave him away", "gave him to my nephew", "we rehomed
+or lets someone have it ("we sold it", "I got rid of the car", "gave him away", "gave him to my nephew", "gave it to
+him", "I let her go in August to a teacher", "we rehomed
 her", "traded the Renault in", "I let them have her", "I let my brother buy it"), or the thing goes to someone or
 somewhere, or is no longer the owner's ("the Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone
 to my aunt's", "it belongs to my nephew", "the Velmont paid for the new roof", "my bike was stolen", "the upright

@@ -10,7 +10,11 @@ Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in th
 ("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), a perfect at a named place
 ("Thirty-eight years I've driven for Brigstock Coaches"), or a beginning ("I've trained as a phlebotomist at ...",
 "I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a
-trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ..."). Its value is the
+trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ...", "signed on as a
+deckhand"), or an occupation (words/occupations.txt) with a mark of its beginning ("I'm a postman now, since May",
+"Since December I'm the practice manager", "you're the new caretaker", "she became a midwife"). An occupation alone
+("I'm a freelance illustrator") is a job with no value: a beginning or an end changes it, it changes nothing. Its
+value is the
 capitalised names after "at", "for", "with" or "in", else the noun of a place of work (words/workplaces.txt: "I milk
 cows at my uncle's farm", "he drives a gritter for the council"; not an errand there: "I buy bread at the bakery").
 A habit with no named organisation is read only as the present one, weakly ("I operate one of the cranes now",
@@ -29,8 +33,8 @@ import re
 from functools import lru_cache
 
 from qgmem.construct.letters import CAP
-from qgmem.construct.state_cues import MONTHS, WEEKDAYS
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
+from qgmem.construct.state_cues import MONTHS, WEEKDAYS
 from qgmem.words import load_words
 
 # a place of work named by a common noun ("the boatyard", "my uncle's farm"; words/workplaces.txt)

@@ -7,9 +7,11 @@ the words it does share ("the ward", "the depot") name the workplace, not what c
 itself, of the speaker or the one spoken to: on a shift ("I'm on nights", "we're on the day shift", "I'm only on
 lates these days"), working one ("I work nights", "I do nights", "I work nine to five"), put on one ("the ward put
 me on days", "they've put me on earlies"), moved to one ("I switched to the late crossings", "I swapped to weekday
-shifts"), hours held ("I'm on seven till three"), or a shift left ("I'm off nights!", "no more nights"). Its value is
-the shift kinds named (night, day, early, late, weekday, weekend) and the hours ("seven till three"). Two statements
-of one person in different sessions are a change when they share no value. Not read: a shift of someone else ("he's
+shifts"), hours held ("I'm on seven till three"), a part of the day ("I work the afternoon now", "Afternoons now."),
+the hours of a habit ("I clean offices, Monday to Friday from six to nine"), or a shift left ("I'm off nights!", "no
+more nights"). Its value is the shift kinds named (night, day, early, late, weekday, weekend, morning, afternoon,
+evening) and the hours, in one form ("seven till three" is "seven to three"). Two statements of one person in
+different sessions are a change when they share no value. Not read: a shift of someone else ("he's
 on nights"), a question, a time that is no shift ("I'm on holiday", "on Tuesday"). General English, no benchmark or
 fixture vocabulary.
 """
