@@ -28,10 +28,10 @@ from functools import lru_cache
 
 from qgmem.construct.ending_reader import Ending, read_ending
 from qgmem.construct.letters import CAP
-from qgmem.construct.state_cues import MONTHS, WEEKDAYS
+from qgmem.construct.state_cues import TIME_NAMES
 from qgmem.construct.state_table import StateTable
 
-_WHEN = "|".join(sorted(m.capitalize() for m in MONTHS | WEEKDAYS))
+_WHEN = TIME_NAMES
 # a time after the particle: "back to September", "off until next May", "forward a week"
 _TIME = (rf"(?:to|till|until|til|for|by|into)\s+(?:the\s+|next\s+|a\s+|an\s+|late\s+|early\s+|mid-?)?(?:{_WHEN}|\d"
          r"|spring|summer|autumn|fall|winter|week|month|year|weekend|new year|end|first|second|third|fourth|fifth"
@@ -58,9 +58,8 @@ _OFF_PLAN = (rf"(?P<thing>(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){{0,3}}?{_P
 # what the speaker was doing is off too ("the trek is off", "the rafting is off until he can paddle"), but not a
 # machine, a supply or a light that is switched off
 _SWITCHED = (r"(?!(?:[\w'’-]+\s+){0,3}?(?:heating|heater|power|electricity|lights?|lamp|gas|water|tv|telly|radio|"
-             r"engine|"
-             r"motor|phone|alarm|oven|cooker|fridge|freezer|boiler|wifi|internet|signal|tap|fan|music|sound|volume|"
-             r"computer|laptop|machine)\b)")
+             r"engine|motor|phone|alarm|oven|cooker|fridge|freezer|boiler|wifi|internet|signal|tap|fan|music|sound|"
+             r"volume|computer|laptop|machine)\b)")
 _OFF_DOING = rf"(?P<thing>(?:[Tt]he|[Oo]ur|[Mm]y)\s+{_SWITCHED}(?:[\w'’-]+\s+){{0,3}}?[\w'’-]+)"
 # a time a plan moved to, told with a noun for the plan: a date, not a place ("moved the dinner to the eleventh of
 # November", "moved the party to Saturday"; not "moved the sofa to the first floor")

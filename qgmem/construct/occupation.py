@@ -34,7 +34,7 @@ from functools import lru_cache
 
 from qgmem.construct.letters import CAP
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
-from qgmem.construct.state_cues import MONTHS, WEEKDAYS
+from qgmem.construct.state_cues import MONTHS, TIME_NAMES
 from qgmem.words import load_words
 
 # a place of work named by a common noun ("the boatyard", "my uncle's farm"; words/workplaces.txt)
@@ -49,7 +49,7 @@ _NAMED = (rf"(?:[\w'’&-]+\s+){{0,7}}?(?:(?:at|for|with|in|on)\s+(?:the\s+|a\s+
 # a habit's object, then "at/for" a name: "fix buses at the Stanway depot" (not "use it to speak up for ...")
 _OBJECT = r"(?:(?!to\b|it\b)[\w'’&-]+\s+){0,5}?"
 # a month or weekday is a time, not an organisation
-_WHEN = "(?-i:" + "|".join(sorted(m.capitalize() for m in MONTHS | WEEKDAYS)) + ")"
+_WHEN = f"(?-i:{TIME_NAMES})"
 _AT_NAME = rf"{_OBJECT}(?:at|for)\s+(?:the\s+)?(?!{_WHEN}\b)(?=(?-i:{CAP}))"  # not a time: "booked it for September"
 # verbs of a present habit that are not work (going, shopping, eating, meeting, liking somewhere), and the
 # irregular pasts a bare form cannot tell from the present: "I met her at Rook's", "I had a great time at ..."

@@ -28,6 +28,8 @@ from qgmem.words import load_rows, load_table
 
 WEEKDAYS = frozenset(d.lower() for d in calendar.day_name)
 MONTHS = frozenset(m.lower() for m in calendar.month_name if m)
+# the names of the months and weekdays as written, capitalised, as one alternation ("May|Monday|...")
+TIME_NAMES = "|".join(sorted(m.capitalize() for m in MONTHS | WEEKDAYS))
 _NOTE_RE = re.compile(r"\s*\[[^\]=]+=[^\]]*\]\s*$")  # "[she = Maya]" appended by the rule extractor
 
 

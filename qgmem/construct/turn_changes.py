@@ -319,8 +319,9 @@ def _unclaimed(t: Turn, units: list[AtomicUnit], text: str, skip: frozenset[str]
     said = SENTENCE.split(text)
     rest = [x for x in said if not x.rstrip().endswith("?")
             and not any(c and (c in x or x.strip() in c) for c in claims)]
-    # a question of a turn that also states something tells what the asker has ("Can you suggest books for my book
-    # group? We meet at ..."): the things it names as theirs
+    # a question beside another sentence of the turn tells what the asker has ("Can you suggest books for my book
+    # group? We meet at ..."): the things it names as theirs (a turn of questions only that was answered is skipped
+    # before this, its answer holds its words)
     if len(said) > 1:
         rest += [m.group(1) for x in said if x.rstrip().endswith("?") for m in _OWN.finditer(x)]
     return _words(" ".join(rest), t.speaker, skip) if rest else frozenset()
