@@ -35,6 +35,21 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("Since we left the farm for a bungalow in Jessop in January, I drive.", Home(frozenset({"Jessop"}), True)),
     ("New address for your book: 7 Glebe Close, Tivington.", Home(frozenset(), True)),
     ("I'm back with my parents' for a bit.", Home(frozenset(), True)),
+    # an answer's "be" with a comma, a compound, a numbered "-bed", living under someone's roof, sleeping in a room
+    ("I am, in my uncle's compound in Tessalit, with the goats.", Home(frozenset({"Tessalit"}), False)),
+    ("I'm in the one-bed above the baker's on Corve Street.", Home(frozenset({"Corve Street"}), False)),
+    ("I still live under my mother's roof in Ardnish.", Home(frozenset({"Ardnish"}), False)),
+    ("I'm still under my parents' roof, out in the suburbs.", Home(frozenset(), False)),
+    ("I still sleep in my old bedroom at my aunt's.", Home(frozenset(), False)),
+    ("I board in a house behind the mill with a strict landlady.", Home(frozenset(), False)),
+    ("We've a cottage on the hill above Porthkerris.", Home(frozenset({"Porthkerris"}), False)),
+    ("Still in Harwick, above the chemist.", Home(frozenset({"Harwick"}), False)),
+    ("In a tiny room in Saint-Just, up ninety steps.", Home(frozenset({"Saint-Just"}), False)),
+    ("Since May my sister and I have rented two rooms in Ormley.", Home(frozenset({"Ormley"}), False)),
+    # a move: the second verb of one subject, a dwelling had since a time, "You've moved!"
+    ("I took a job at the boatyard and moved up to Brindle in March.", Home(frozenset({"Brindle"}), True)),
+    ("I've had a little house above the harbour since October.", Home(frozenset(), True)),
+    ("You've moved! I saw the cottage up for sale.", Home(frozenset(), True)),
 ])
 def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     assert home(text) == expected
@@ -48,6 +63,8 @@ def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     "I'm in Paris this week.", "We're staying in a hotel in Rome for the week.",  # a stay, not a home
     "I'm living my best life.", "I live for the weekends.", "I moved on from that job.",
     "Nice that you found a place to unwind.", "It's like finding your own place in the world.",
+    "I am, in a way.", "I sleep in on Sundays.", "I've had a good day since the match.",  # no dwelling
+    "I packed my bag and moved on.", "We've a room for you if you need one.",
 ])
 def test_what_tells_no_home(text: str) -> None:
     assert home(text) is None

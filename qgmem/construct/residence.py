@@ -29,10 +29,11 @@ from qgmem.construct.letters import CAP, LETTER
 from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
 
 _DWELLING = (r"(?:flat|house|cottage|room|bedroom|bedsit|studio|bungalow|terrace|place|apartment|lodge|caravan|"
-             r"houseboat|farmhouse|maisonette|digs|house share|home|floor)s?")
+             r"houseboat|farmhouse|maisonette|digs|house share|home|floor|compound|"
+             r"(?:one|two|three|four|five)-bed(?:room)?)s?")
 _NAME = (rf"(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b)(?-i:{CAP})[\w'’-]*"  # a place, not a weekday
          rf"(?:\s+(?-i:{CAP})[\w'’-]*)*")
-_DET = r"(?:a|an|the|my|our|your|that|this|his|her|their)"
+_DET = r"(?:a|an|the|my|our|your|that|this|his|her|their|two|three|four)"  # "two rooms above the baker's"
 
 
 def _patterns(g: Grammar) -> Patterns:
@@ -43,6 +44,12 @@ def _patterns(g: Grammar) -> Patterns:
     move = re.compile(
         rf"\b{s}{aux}\s+(?:just\s+|finally\s+|recently\s+|now\s+|all\s+)*(?:moved|moving|moves|relocated)\s+"
         rf"(?:in|into|to|up|down|out|back|over|across|house)\b"
+        rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)?moved\s*!"  # "You've moved! I saw the cottage up for sale."
+        # the second verb of one subject ("I took a job at the boatyard and moved up here in October")
+        rf"|\b{s}{aux}\s+(?:[\w'’-]+\s+){{1,8}}?and\s+(?:then\s+)?moved\s+(?:in|into|to|up|down|out|back|over)\b"
+        # had a dwelling since a time: got it then ("I've had a little house above the harbour since October")
+        rf"|\b{s}{g.have}\s+(?:also\s+|now\s+)?had\s+(?:a|an|the|{g.poss})\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\b"
+        rf"[^.!?;]*\bsince\b"
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+)*(?:got|bought|found|signed for|took|taken)\s+"
         rf"(?:the keys to\s+)?(?:a|an|{g.poss} own|{g.poss}|a little|a new)\s+(?:[\w'’-]+\s+){{0,2}}?"
         rf"{_DWELLING}\b(?!\s+to\b)"  # not "found a place to chill"
@@ -55,11 +62,16 @@ def _patterns(g: Grammar) -> Patterns:
         rf"{LETTER}+(?:['’]s\b|s['’](?!\w))",
         re.IGNORECASE)
     stay = re.compile(
-        rf"\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:live|lives|lived|living|rent|rents|renting|rented|lodging|lodges)\s+"
-        rf"(?:out\s+|up\s+|down\s+)?(?:in|on|at|above|over|near|with)\b"
+        rf"\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:live|lives|lived|living|rent|rents|renting|rented|lodging|lodges|board|"
+        rf"boards|boarding)\s+(?:out\s+|up\s+|down\s+)?(?:in|on|at|above|over|near|with|aboard|here)\b"
+        # sleeping in a room of a home, living under someone's roof ("I still live under my father's roof in Pasni")
+        rf"|\b{s}{aux}\s+(?:still\s+)?(?:sleep|sleeps|sleeping)\s+in\s+{_DET}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\b"
+        rf"|\b{s}{aux}\s+(?:still\s+)?(?:\w+\s+)?under\s+(?:{_DET}\s+)?(?:[\w'’-]+\s+)?{LETTER}+['’]s?\s+roof\b"
+        # a dwelling had with its place ("We've a cottage on the hill above the docks")
+        rf"|\b{s}{g.have}\s+(?:got\s+)?(?:a|an)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at|above|over|near|by)\b"
         rf"|\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:rent|rents|renting|rented|share|shares|sharing|staying|crashing)\s+"
         rf"(?:in\s+|at\s+)?{_DET}\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
-        rf"|\b{s}(?:{g.be}|{g.have} been| was| were)\s+(?:still\s+|now\s+|been\s+|just\s+)*(?:in|on)\s+{_DET}\s+"
+        rf"|\b{s}(?:{g.be}|{g.have} been| was| were),?\s+(?:still\s+|now\s+|been\s+|just\s+)*(?:in|on)\s+{_DET}\s+"
         rf"(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
         # above or over a shop ("I'm still above the chemist in Dunwold"), still in or on a named place ("I'm still on
         # Wagtail Row"), squeezed into a room
@@ -69,7 +81,8 @@ def _patterns(g: Grammar) -> Patterns:
         # at a relative's for a while ("I've been at my sister's farm in Wrayford since September")
         rf"|\b{s}(?:{g.have} been|{g.be}\s+still)\s+at\s+(?:my|our|his|her|their)\s+{LETTER}+"
         rf"(?:['’]s\b|s['’](?!\w))"
-        + (rf"|^\s*(?:still|now)\s+in\s+the\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b" if g.fragments else "")
+        + (rf"|^\s*(?:(?:still|now)\s+)?in\s+(?:the|a|an|my|our|his|her|their)\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
+           rf"|^\s*still\s+(?:in|on)\s+(?=(?-i:{CAP}))" if g.fragments else "")
         + rf"|\b{g.poss}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:{CAP}))",  # a name
         re.IGNORECASE)
     there_now = re.compile(
@@ -89,7 +102,7 @@ _PLACE = re.compile(r"\b(?:in|on|at|to|near|by|above|over|off|outside|of)\s+(?:t
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"liv|rent|shar|stay|crash|flat|house|cottage|room|bedsit|studio|bungalow|terrace|place|back|been|"
                   r"left|apartment|lodg|caravan|maisonette|digs|home|floor|mov|reloc|address|now|since|gone|above|over|"
-                  r"still|into|says|said|told|tells|hear", re.IGNORECASE)
+                  r"still|into|says|said|told|tells|hear|compound|bed|board|sleep|roof", re.IGNORECASE)
 Home = NamedState  # names: the places; begun: a move
 
 

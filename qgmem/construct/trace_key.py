@@ -41,8 +41,11 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  of the job before a weak one, "the trek is off", "moved the dinner to the eleventh of November", "isn't in
 #  December any more", "brought forward", "gave it to him", "let her go to a teacher", "been seeing a violinist
 #  from the opera", "a pair", "married again", a part of the day worked, the hours of a habit ("from six to nine")
-#  53 a question of a turn that also states something tells the asker's own things ("for my book group?")
-TRACE_VERSION = 53
+#  53 a question of a turn that also states something tells the asker's own things ("for my book group?");
+#  54 homes: "I am, in ...", "under my father's roof", "sleep in my old bedroom", "board in", a compound, a "-bed",
+#  "we've a cottage on ...", "Still in X." and "In a room in X." as answers, "... and moved up to", "had a house
+#  since", "You've moved!"
+TRACE_VERSION = 54
 
 
 def trace_key_parts() -> list[str | int]:
