@@ -68,7 +68,8 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}{aux}\s+(?:still\s+)?(?:sleep|sleeps|sleeping)\s+in\s+{_DET}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\b"
         rf"|\b{s}{aux}\s+(?:still\s+)?(?:\w+\s+)?under\s+(?:{_DET}\s+)?(?:[\w'’-]+\s+)?{LETTER}+['’]s?\s+roof\b"
         # a dwelling had with its place ("We've a cottage on the hill above the docks")
-        rf"|\b{s}{g.have}\s+(?:got\s+)?(?:a|an)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at|above|over|near|by)\b"
+        rf"|\b{s}{g.have}\s+(?:got\s+)?(?:a|an)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+"
+        rf"(?:in|on|at|above|over|near|by)\b"
         rf"|\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:rent|rents|renting|rented|share|shares|sharing|staying|crashing)\s+"
         rf"(?:in\s+|at\s+)?{_DET}\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
         rf"|\b{s}(?:{g.be}|{g.have} been| was| were),?\s+(?:still\s+|now\s+|been\s+|just\s+)*(?:in|on)\s+{_DET}\s+"
