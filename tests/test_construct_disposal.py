@@ -68,6 +68,19 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
     ("The scouts have it.", Disposal("it", True)),
     ("The garage said it would cost more than it's worth, so it's gone for scrap.", Disposal("it", True)),
     ("The canoe is no longer ours.", Disposal("The canoe", False)),
+    # paid for, someone else's now, had by another since a time, given as a gift, several things sold
+    ("A breeder from the valley paid me well for her in February.", Disposal("her", True)),
+    ("No, I took his money for it in January.", Disposal("it", True)),
+    ("I let it go for the price of a school fee.", Disposal("it", True)),
+    ("Taken from outside the market in March, chain and all.", Disposal("", True)),
+    ("No, and the canoe is my wife's brother's now.", Disposal("the canoe", False)),
+    ("It's a dentist's from Rovna now.", Disposal("It", True)),
+    ("She's my brother-in-law's now.", Disposal("her", True)),
+    ("The skiff has been his since the floods came in May.", Disposal("The skiff", False)),
+    ("My cousin in the valley has had it since April.", Disposal("it", True)),
+    ("She went to my brother as his wedding gift in May.", Disposal("her", True)),
+    ("The cart and both mules were sold in February.", Disposal("both mules", False)),
+    ("I sold all my hives to the association in December.", Disposal("all my hives", False)),
 ])
 def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) -> None:
     assert disposal(sentence) == expected
@@ -88,6 +101,8 @@ def test_a_thing_leaving_its_owner_is_read(sentence: str, expected: Disposal) ->
     "I bought it from a man in Leeds.", "My mum bought it for me.",  # the speaker got it
     "A friend bought my son a drink.", "A friend of mine bought a boat.", "A friend bought me lunch.",
     "I let the dog have a bath.", "The photo was taken from the top of the hill.",
+    "It's my sister's turn now.", "It's my brother's birthday now.", "I've had it since May.",
+    "She's had it since her wedding, hasn't she?", "He went to my school as a teacher.", "He paid me a visit.",
     "My colleagues and I went to a convention.", "I'm lucky to have them.", "They have it.", "I'd never sell it, so it's going to my grandson one day.",
 ])
 def test_what_is_not_a_thing_leaving_its_owner(sentence: str) -> None:

@@ -36,7 +36,8 @@ from qgmem.words import load_table
 T = TypeVar("T")
 _PRONOUN = re.compile(r"^(?:it|him|her|them|one)$", re.IGNORECASE)
 # the thing, where a pattern names it: a pronoun, "the/my <noun>", or a capitalised name (kept case-sensitive)
-_THING = (rf"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur) (?:(?!and\b|or\b|I\b)(?:{LETTER}|-)+ ){{0,2}}?"
+_THING = (rf"(?P<thing>[Ii]t|him|her|them|(?:[Tt]he|[Mm]y|[Oo]ur|[Bb]oth|all(?: my| our| the)?) "
+          rf"(?:(?!and\b|or\b|I\b)(?:{LETTER}|-)+ ){{0,2}}?"
           rf"(?!I\b){LETTER}+"  # "the rowing machine", "my old estate car"; not "my colleagues and I"
           rf"|(?!(?:I|We|You|He|She|They|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b){NAME})")
 # a thing of the speaker's, possessed as people say it: "it", "my grandfather's red tractor"
@@ -54,8 +55,13 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?let\s+{_THING}\s+go\s+"
     r"(?:[\w'’-]+\s+){0,3}?to\s+(?:my|our|a|an|the)\b",  # "I let her go in August to a teacher from Tvøroyri"
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?(?:swapped|exchanged)\s+{_THING}\s+for\b",
+    # the owner took money for it, or was paid ("A breeder paid me well for her", "I let it go for a school fee")
+    r"\b(?:[Ii]|[Ww]e)\s+took\s+(?:his|her|their|the)\s+(?:\w+\s+)?money\s+for\s+(?P<thing>it|him|her|them)\b",
+    r"\bpaid\s+(?:me|us)\s+(?:\w+\s+)?for\s+(?P<thing>it|him|her|them)\b",
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?let\s+{_THING}\s+go\s+for\b",
     r"^\s*(?:[Ss]old|[Ss]crapped|[Ss]tolen|[Nn]icked)\b(?!\s+out)",  # "Sold in March." (the thing left out)
     r"^\s*(?:[Bb]ought|[Tt]aken|[Cc]ollected|[Tt]owed)\s+(?:away\s+)?by\b",  # "Bought by a shepherd in July."
+    r"^\s*(?:[Tt]aken|[Ss]tolen|[Nn]icked)\s+from\s+outside\b",  # "Taken from outside the market in March."
     r"^\s*[Gg]one\s+to\s+(?:my|our|his|her|their)\b",  # "Gone to my cousin's boy in July."
     # the owner lets someone have it: "I let them have her in June"
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have)?\s+(?:just\s+)?let\s+(?:him|her|them|my\s+[\w'’-]+|\w+|(?:a|an|the)\s+"
@@ -67,6 +73,14 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"\b{_THING}\s+paid\s+for\b",
     rf"\b{_THING}\s+(?:was|were|got|has\s+been|'s\s+been|’s\s+been)\s+(?:stolen|nicked|written\s+off|sold|"
     rf"collected\s+by|bought\s+by|given\s+away|towed(?:\s+away)?|taken\s+(?:off|away|from\s+outside))\b",
+    # it is someone else's now ("the canoe is my wife's brother's now", "It's a dentist's from Trnava now", "The
+    # mokoro has been his since the floods")
+    rf"\b{_OR_SUBJECT}(?:'s|’s| is| are|'re|’re)\s+(?:(?:my|our|his|her|their|a|an|the)\s+)?(?:[\w'’-]+\s+){{0,2}}?"
+    rf"[\w-]+['’]s(?:\s+from\s+(?-i:{CAP})[\w'’-]*)?\s+now\b",
+    rf"\b{_THING}\s+has\s+been\s+(?:his|hers|theirs|(?-i:{CAP})[\w'’-]*['’]s)\s+since\b",
+    # given as a gift ("She went to my brother as his wedding gift")
+    rf"\b{_OR_SUBJECT}\s+went\s+to\s+(?:[\w'’-]+\s+){{1,3}}?as\s+(?:a|an|his|her|their)\s+(?:[\w'’-]+\s+)?"
+    r"(?:gift|present)\b",
     rf"\b{_OR_SUBJECT}(?:'s|’s| is| are|'re|’re)(?=\s+(?:not|no\s+longer)\s+"
     r"(?:mine|ours)\b)",  # "she's not mine any more"
     rf"\b{_THING}\s+has\s+(?:a\s+)?new\s+owners?\b",
@@ -83,6 +97,9 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"(?<!\w)(?:[Aa]n?|[Ss]ome)\s+(?:[\w'’-]+\s+){{1,5}}?bought\s+{_OWNED}",
     rf"(?<![Ii] )(?<![Ww]e )\b(?:took|adopted)\s+(?P<thing>it|him|her|them)\s+(?:in\s+(?-i:{CAP})\w+|last\s+\w+)\b",
     r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )\b(?:has|have)\s+(?:got\s+)?(?P<thing>it|him|her|them)\s+now\b",
+    # another has had it since a time ("My cousin Yeng has had it since April", "he's had it since Easter")
+    r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )(?<![Tt]hey )(?<![Ii]’ve )(?<![Ii]'ve )(?<![Ww]e've )(?<![Ww]e’ve )"
+    r"\b(?:has|'s|’s)\s+had\s+(?P<thing>it|him|her|them)\s+since\b",
     # someone else took it or has it, told as the whole clause: "A school in Elderwick took it.", "The scouts have it."
     r"(?<![Ii] )(?<![Ww]e )(?<![Yy]ou )(?<![Tt]hey )(?<![Tt]o )\b(?:took\s+(?P<thing>it|him|her|them)|(?:has|have)\s+"
     r"(?P<one>it))(?=\s*(?:[.;!]|$))",
@@ -95,7 +112,7 @@ _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bm
 _ANY = re.compile(r"sold|scrapped|stolen|let|collected|bought|towed|taken|mine|ours|rid of|traded|exchanged|gave|"
                   r"given|gone|went|belong|paid for|away|came|stole|nicked|pinched|swiped|written off|new owner|"
                   r"off with|hands|(?:it|him|her|them)\s+now|ha(?:s|ve)\s+it\b|rehomed|re-homed|donated|lives|"
-                  r"swapped|took|adopted|disappeared|vanished|missing", re.IGNORECASE)
+                  r"swapped|took|adopted|disappeared|vanished|missing|now|since|paid|gift|present", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,10 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  53 a question of a turn that also states something tells the asker's own things ("for my book group?");
 #  54 homes: "I am, in ...", "under my father's roof", "sleep in my old bedroom", "board in", a compound, a "-bed",
 #  "we've a cottage on ...", "Still in X." and "In a room in X." as answers, "... and moved up to", "had a house
-#  since", "You've moved!"
-TRACE_VERSION = 54
+#  since", "You've moved!"; 55 things gone: "paid me well for her", "took his money for it", "let it go for",
+#  "Taken from outside ...", "is my wife's brother's now", "has been his since", "has had it since", "went to X as
+#  his wedding gift", "both"/"all" before a thing
+TRACE_VERSION = 55
 
 
 def trace_key_parts() -> list[str | int]:
