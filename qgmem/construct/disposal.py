@@ -6,15 +6,17 @@ tandem?" -> "We sold it."; "How's the Vespa?" -> "It belongs to my nephew now.".
 claim of it ("sold it" names nothing) and the turn shares no word with "I've still got the old tandem". The
 reading here is of the sentence's grammar only, general English: the owner sells, scraps, gives the thing away
 or lets someone have it ("we sold it", "I got rid of the car", "gave him away", "gave him to my nephew", "gave it to
-him", "I let her go in August to a teacher", "we rehomed
-her", "traded the Renault in", "I let them have her", "I let my brother buy it"), or the thing goes to someone or
-somewhere, or is no longer the owner's ("the Volvo went to the scrapyard", "it's gone for scrap", "Pilchard's gone
-to my aunt's", "it belongs to my nephew", "the Velmont paid for the new roof", "my bike was stolen", "the upright
-was collected by a school", "the Puffin has a new owner", "the grocery has new owners", "Kipper lives on a farm
-now", "she's not mine any more"), or someone takes it away or has it now ("a couple drove the Dandelion away", "came
-for it with a trailer", "a dealer drove off with your records", "somebody nicked it", "a neighbour took the freezer
-off my hands", "my brother has it now", "a riding school bought her off me", "a couple from Pendeen bought it", "a
-school took it", "the scouts have it").
+him", "I let her go in August to a teacher", "we rehomed her", "traded the Renault in", "I let them have her", "I let
+my brother buy it"), or is paid for it ("a breeder paid me well for her", "I took his money for it", "I let it go
+for a school fee"), or the thing goes to someone or somewhere, or is no longer the owner's ("the Volvo went to the
+scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt's", "she went to my brother as his wedding gift", "it
+belongs to my nephew", "the canoe is my wife's brother's now", "the skiff has been his since May", "the Velmont paid
+for the new roof", "my bike was stolen", "the upright was collected by a school", "the Puffin has a new owner", "the
+grocery has new owners", "Kipper lives on a farm now", "she's not mine any more"), or someone takes it away or has it
+now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with your records",
+"somebody nicked it", "a neighbour took the freezer off my hands", "my brother has it now", "my cousin has had it
+since April", "a riding school bought her off me", "a couple from Pendeen bought it", "a school took it", "the scouts
+have it").
 Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell it"), a person going
 somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names), the speaker having it ("I
 have it now"). When a pronoun names the thing and no word of the dialogue does ("We sold it in July."), it is what
