@@ -25,7 +25,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I fix buses at the Stanway depot all day.", {"Stanway"}, False),
     ("I stack shelves on the night crew at the Dewhurst superstore now.", {"Dewhurst"}, False),
     ("So you're selling houses for Drummond Lisle now!", {"Drummond Lisle"}, False),
-    ("I've been at the seed bank at Ostley Gardens since June.", {"Ostley Gardens"}, False),
+    ("I've been at the seed bank at Ostley Gardens since June.", {"Ostley Gardens"}, True),
     ("I took a job as a finance analyst at the Lowmarsh water company.", {"Lowmarsh"}, True),
     ("I've started at the Hollerby animal clinic as a care assistant.", {"Hollerby"}, True),
     ("Big change: I've been taken on full-time at Inkwell and Hare.", {"Inkwell and Hare"}, True),
@@ -37,6 +37,12 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("Still the same: I'm still at the oil depot, twelve-hour shifts.", {"depot"}, False),
     ("I teach maths at the old grammar school, and the exams start tomorrow.", {"school"}, False),  # an article
     ("I usually fix buses at the Stanway depot.", {"Stanway"}, False),  # an adverb before the verb
+    # a job held since a recent time began then; a business of one's own opened; training as one
+    ("I've been running the crane at the Tauranga port since June.", {"Tauranga"}, True),
+    ("I've worked at Pell & Marsh since the start of May.", {"Pell & Marsh"}, True),
+    ("No, I opened my own little shop in Kpandu in February.", {"Kpandu"}, True),
+    ("We set up our own firm in May.", set(), True),
+    ("I'm training as a turbine technician with Quarrow Renewables.", {"Quarrow Renewables"}, True),
 ])
 def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun: bool) -> None:
     assert job(text) == NamedState(frozenset(names), begun)
@@ -54,6 +60,7 @@ def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun:
     "I buy bread at the bakery on the corner.", "I'm running for office again.",  # an errand; no place of work
     "I'm on the hunt for a good spot for my pottery studio.",  # "for my ...": not where one works
     "We actually met in an engineering class in college.",  # an adverb is no verb of work
+    "I started my own blog.", "I hung up my coat.", "I hung up my coat and sat down.",  # no business, no trade's end
 ])
 def test_what_tells_no_job(text: str) -> None:
     assert job(text) is None
@@ -111,7 +118,8 @@ def test_a_weak_beginning_changes_a_named_job_only() -> None:
 
 @pytest.mark.parametrize("text", ["I'm officially a retired man. Last Friday was my final round.",
                                   "Retired, after forty-two years.", "I'm still unemployed, forty applications.",
-                                  "I lost my job when the mill shut.", "I was made redundant in May."])
+                                  "I lost my job when the mill shut.", "I was made redundant in May.",
+                                  "I hung up my hard hat in July.", "So you've finally hung up your spanners!"])
 def test_a_job_ended_with_nothing_after_it_is_a_value(text: str) -> None:
     assert job(text) == NamedState(frozenset(), False, ended=True)
 

@@ -49,6 +49,13 @@ from test_construct_turn_changes import _changed, _chat
     ("My cousin says you and Ilka called it off in August.", SINGLE, None),
     ("I broke off the engagement in July.", SINGLE, None),
     ("I've news of my own: Ilka and I finished in September.", SINGLE, "Ilka"),
+    # a partner introduced or lasting, courting told old-style, a proposal, a partner who is history
+    ("I'm going out with Tavish, the boat builder, since the regatta.", SEEING, "Tavish"),
+    ("I'm seeing Oriel now, a potter from the valley.", SEEING, "Oriel"),
+    ("Yes, we've walked out together since the spring fair.", SEEING, None),
+    ("I hear you've got a new man, a roofer.", SEEING, None),
+    ("I asked her to marry me on the pier in July, and she said yes.", ENGAGED, None),
+    ("I'm going out with Oriel tonight.", None, None), ("I'm seeing Oriel on Friday.", None, None),  # outings
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
     got = partner_status(text)

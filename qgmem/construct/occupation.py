@@ -11,20 +11,21 @@ Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in th
 ("Thirty-eight years I've driven for Brigstock Coaches"), or a beginning ("I've trained as a phlebotomist at ...",
 "I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a
 trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ...", "signed on as a
-deckhand"), or an occupation (words/occupations.txt) with a mark of its beginning ("I'm a postman now, since May",
-"Since December I'm the practice manager", "you're the new caretaker", "she became a midwife"). An occupation alone
-("I'm a freelance illustrator") is a job with no value: a beginning or an end changes it, it changes nothing. Its
-value is the
-capitalised names after "at", "for", "with" or "in", else the noun of a place of work (words/workplaces.txt: "I milk
-cows at my uncle's farm", "he drives a gritter for the council"; not an errand there: "I buy bread at the bakery").
-A habit with no named organisation is read only as the present one, weakly ("I operate one of the cranes now",
-"Since June I drive the bakery van"): it may be a pastime, so it changes a job told with a name (not one told only
-by a common noun) and is no job to change. A job ended with nothing after it ("I retired in June", "he
-lost his job", "she was made redundant", "I'm still unemployed") is a value too: it changes a job, and a job after
-it changes it; told twice it is one change. Not read, beside what construct/named_state.py says: such a habit
-without "now" ("I drive the airport shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere
-("I shop at Lidl"), learning, trying or doing ("I'm learning the cello now"). General English, no benchmark or
-fixture vocabulary.
+deckhand", "I'm training as a ...", "I opened my own little shop in ..."; a job held since a recent time: "I've been
+running the crane at the port since June"), or an occupation (words/occupations.txt) with a mark of its beginning
+("I'm a postman now, since May", "Since December I'm the practice manager", "you're the new caretaker", "she became a
+midwife"). An occupation alone ("I'm a freelance illustrator") is a job with no value: a beginning or an end changes
+it, it changes nothing. Its value is the capitalised names after "at", "for", "with" or "in", else the noun of a
+place of work (words/workplaces.txt: "I milk cows at my uncle's farm", "he drives a gritter for the council"; not an
+errand there: "I buy bread at the bakery"). A habit with no named organisation is read only as the present one,
+weakly ("I operate one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it changes
+a job told with a name (not one told only by a common noun) and is no job to change. A job ended with nothing after
+it ("I retired in June", "he lost his job", "she was made redundant", "I'm still unemployed", the tools of a trade
+hung up for good: "I hung up my hard hat in July") is a value too: it changes a job, and a job after it changes it;
+told twice it is one change. Not read, beside what construct/named_state.py says: such a habit without "now" ("I
+drive the airport shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere ("I shop at
+Lidl"), learning, trying or doing ("I'm learning the cello now"). General English, no benchmark or fixture
+vocabulary.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def _patterns(g: Grammar) -> Patterns:
     or opened by a date ("Since June I drive the bakery van"); not a verb of learning, trying or doing."""
     s, aux = g.subject, g.aux
     begins = re.compile(
-        rf"\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:(?:re)?trained|qualified)\s+as\b"  # "I've trained as a ..."
+        rf"\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:(?:re)?trained|qualified|training)\s+as\b"  # "trained as a"
         rf"|\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:started|starting|begun)\s+(?:(?:at|with)\s+(?:the\s+)?"
         rf"(?=(?-i:{CAP}))|as\b|work\b|"
         rf"(?:a|an|{g.poss})\s+(?:new\s+)?(?:[\w'’-]+\s+){{0,2}}?"
@@ -92,6 +93,9 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b(?:made|promoted) {g.obj}\s+(?:to\s+)?(?:an?\s+|the\s+)?(?:[\w'’-]+\s+)?"
         rf"(?:manager|supervisor|director|head|lead|partner|foreman|chef)\b"
         rf"|\b{g.poss} new (?:job|role|post|position)\b"
+        # a business of one's own ("I opened my own little kente shop in Kpando", "we set up our own firm")
+        rf"|\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+)*(?:opened|started|set\s+up|launched)\s+{g.poss}\s+own\s+"
+        rf"(?:[\w'’-]+\s+){{0,2}}?(?:{_WORKPLACE}|business)s?\b"
         # an occupation with a mark of its beginning: "I'm a postman now", "since May I've been the cook", "you're
         # the new caretaker", "she became a midwife"
         rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+|finally\s+|officially\s+)?(?:a|an|the)\s+{_ROLE}"
@@ -122,13 +126,24 @@ def _patterns(g: Grammar) -> Patterns:
         rf"\b{s}{g.be}?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
         rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<![^e]ed)\s+(?:[\w'’&-]+\s+){{1,8}}?"
         rf"(?<!right\s)(?<!just\s)(?<!for\s)(?:now|these days|nowadays)\b"
-        rf"|^\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{s}\s+{_NOT_WORK}[a-z]+(?<![^e]ed)\b",
+        rf"|(?:^|[:;]\s*)\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{s}(?:{g.have})?\s+{_NOT_WORK}[a-z]+(?<![^e]ed)\b"
+        # at work, or doing a thing, since a recent time ("I've been skippering a tour boat out of Roja since August",
+        # "I've been in accounts since the start of November", "I'm teaching at the music school since January")
+        rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:{_NOT_WORK}(?!(?:do|get|learn|tr[yi]|think|feel|hop|plan)\w*\b)"
+        rf"[a-z]+ing|at|on|in|with|behind)\s+(?:[\w'’&-]+\s+){{1,8}}?{_SINCE}",
         re.IGNORECASE)
     # a job ended: no job is a state too ("He retired in June", "she lost her job when the mill shut")
     ends = re.compile(rf"\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+|officially\s+|still\s+)*(?:(?:a\s+)?retired|"
                       rf"lost {g.poss} job|(?:been|got|was|were)\s+(?:made redundant|laid off)|unemployed|"
-                      rf"out of work)\b" + (r"|^\s*retired\b" if g.fragments else ""),  # "Retired, after forty years."
+                      rf"out of work)\b"
+                      # the tools of a trade hung up for good ("So you've finally hung up your spanners!", "I hung up
+                      # my hard hat in July"; not "I hung up my coat")
+                      rf"|\b{s}{aux}\s+(?:finally\s+hung\s+up\s+{g.poss}\b|hung\s+up\s+{g.poss}\s+(?:[\w'’-]+\s+)?"
+                      rf"[\w'’-]+(?=\s+(?:in\s+(?-i:{TIME_NAMES})|last\s+\w+|for\s+good|after\b)))"
+                      + (r"|^\s*retired\b" if g.fragments else ""),  # "Retired, after forty years."
                       re.IGNORECASE)
+    # a job held since a recent time began then ("I've been running the crane at the port since June")
+    begins = re.compile(rf"{begins.pattern}|(?:{holds.pattern})(?=[^.!?;]*?\b{_SINCE})", re.IGNORECASE)
     return Patterns(begins, holds, weak=now_habit, ends=ends)
 
 
@@ -138,8 +153,8 @@ _ORG = re.compile(rf"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?:[a-z][\w
                   rf"({CAP}[\w'’&-]*(?:\s+(?:{CAP}[\w'’&-]*|&|and(?=\s+(?!I\b){CAP})))*|(?:{_WORKPLACE})(?=s?\b))")
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"\b(?:at|for|with|in|as|on)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
-                  rf"\bsince\b|retired|laid off|unemployed|out of work|trained|qualified|became|\bnew\b"
-                  rf"|\b(?:{_OCCUPATIONS})",
+                  rf"\bsince\b|retired|laid off|unemployed|out of work|trained|training|qualified|became|\bnew\b"
+                  rf"|hung up|\bown\b|\b(?:{_OCCUPATIONS})",
                   re.IGNORECASE)
 Job = NamedState  # names: the organisations; begun: a new job
 

@@ -1,18 +1,20 @@
 """A speaker's partner status told in a sentence: one attribute, several values (for construct/turn_changes.py).
 
-Why: a change of partner status is mostly told in words that share nothing with the old value and often in no
-triple the extractor keeps ("I'm single, and quite happy about it" -> "So, I've met someone. We've been together
-since March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the
-status itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through",
-"gave him the ring back", "X and I have parted", "went our own ways", "called time on it", "broke off the engagement",
-"you and X called it off"), seeing someone ("my girlfriend Kadri", "we've been a couple since ...", "X and I got
-together"), engaged ("popped the question", "my fiancé"), married ("tied the knot", "my husband").
-Two statements of one person in different sessions with different values, or with different named partners, are a
-change of that person's relationship state; the same value told again ("still together") is not, nor together after
-married with no partner named. `partner_status` reads statements about the speaker ("I", "we", "X and I") or, in a
-turn that speaks to the other person only, about them ("you're going out with ..."); `statuses_of_others` those
-about third persons (construct/holders.py says who): a sister's marriage is her state, not the speaker's.
-General English, no benchmark or fixture vocabulary.
+Why: a change of partner status is mostly told in words that share nothing with the old value and often in no triple
+the extractor keeps ("I'm single, and quite happy about it" -> "So, I've met someone. We've been together since
+March."; "We've been going out two years" -> "We're engaged!"). The value is what English says about the status
+itself: single (also after an ending: "split up", "gone our separate ways", "the divorce came through", "gave him
+the ring back", "gave Fatos back his ring", "X and I have parted", "went our own ways", "called time on it", "broke
+off the engagement", "you and X called it off"), seeing someone ("my girlfriend Kadri", "we've been a couple since
+...", "X and I got together", "we've walked out together since the fair", "you've got a new man", a name introduced
+or lasting: "I'm going out with Tavish, the boat builder", "I'm seeing Oriel now"; not an outing: "going out with
+Anna tonight"), engaged ("popped the question", "my fiancé", "I asked her to marry me"), married ("tied the knot",
+"my husband"). Two statements of one person in different sessions with different values, or with different named
+partners, are a change of that person's relationship state; the same value told again ("still together") is not, nor
+together after married with no partner named. `partner_status` reads statements about the speaker ("I", "we", "X and
+I") or, in a turn that speaks to the other person only, about them ("you're going out with ...");
+`statuses_of_others` those about third persons (construct/holders.py says who): a sister's marriage is her state,
+not the speaker's. General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
              rf"|\bfinished with (?:him|her|them|(?-i:{NAME}))\b"
              rf"|\bgave (?:him|her|(?-i:{NAME})) (?:the|his|her|back the) ring(?: back)?\b"
              r"|\b(?:returned|handed back|gave back) (?:the|his|her|my) ring\b"
+             rf"|\bgave (?:him|her|(?-i:{NAME})) back (?:the|his|her) ring\b"  # "Luljeta gave Fatos back his ring"
              r"|\bbroke off (?:the|our|their|his|her|my) engagement\b|\bcalled time on (?:it|us|things)\b"
              rf"|\b(?:you and (?-i:{NAME})|(?-i:{NAME}) and i)(?:'ve|’ve| have)?\s+called it off\b"  # not "we":
              # an outing is called off as often
@@ -51,7 +54,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (SINGLE, r"(?:\bnot|n't|\bnever)\s+(?:been\s+)?(?:dating|dated|seeing|going out with)\s+anyone\b"),
     (ENGAGED, rf"(?:\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got|(?:you|\w+) and "
               rf"(?:i|\w+) (?:are|'re|’re))|{_BE3})\s+(?:now\s+)?engaged\b"
-              rf"|\bproposed to (?:me|him|her|(?-i:{NAME}))\b|\bpopped the question\b"),  # not "proposed a rota"
+              rf"|\bproposed to (?:me|him|her|(?-i:{NAME}))\b|\bpopped the question\b"  # not "proposed a rota"
+              rf"|\basked (?:him|her|(?-i:{NAME})) to marry (?:me|him|her)\b"),
     (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are|were)|{_BE3})\s+(?:still\s+)?married\b"
               rf"|\bmarried (?=(?-i:{CAP}))"  # not "want to get married"; "she married Cornelius"
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"  # "muddling along, married twelve years"
@@ -66,10 +70,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
              r"|\b(?:they're|they are|they've been|they have been)\s+(?:still\s+)?(?:together|a couple|an item)\b"
              r"|\b(?:i've|i have|you've|you have|he's|she's|has)\s+met someone\b|\bcourting\b"
              r"|\b(?:has|have|got|'s got|’s got|'ve got|’ve got)\s+a\s+(?:new\s+)?(?:boyfriend|girlfriend)\b"
+             r"|\b(?:has|have|got|'s got|’s got|'ve got|’ve got)\s+a\s+new\s+(?:man|woman|fella|partner)\b"
+             rf"|\b(?:walked|walking|walk) out (?:together|with (?:him|her|(?-i:{NAME})))\b"  # courting, told old-style
              rf"|\b(?:i'm|i am|you're|you are|he's|she's|he is|she is)\s+still\s+with\s+(?-i:{NAME})\b"
              rf"(?!\s+(?-i:{CAP}))"),
 )) + (  # a named partner is capitalised, so this one keeps its case; "seeing Anna" alone is as often a meeting
     (SEEING, re.compile(rf"\b(?:[Dd]ating|been seeing|been going out with)\s+{_TITLE}{NAME}")),
+    # "going out with" or "seeing" a name is a partner when the person is introduced or it has lasted: "I'm going out
+    # with Sebastiano, the tree surgeon, since the fair", "I'm seeing Ochieng now" (not "going out with Anna tonight")
+    (SEEING, re.compile(rf"\b(?:[Gg]oing out with|[Ss]eeing)\s+{_TITLE}{NAME}(?:,\s+(?:the|a|an)\s"
+                        r"|(?=[^.!?;]*\b(?:since|now)\b))")),
     # a partner by a possessive: "my girlfriend Kadri", "his fiancée" (not "my ex-boyfriend")
     (SEEING, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:girlfriend|boyfriend)\b")),
     (ENGAGED, re.compile(r"\b(?:[Mm]y|[Hh]is|[Hh]er) (?:fiancée|fiancé|fiancee|fiance)\b")),
@@ -88,7 +98,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _ANY = re.compile(r"split|broke|separate|divorce|finished|parted|ended it|single|dat(?:ing|ed)|seeing|going out"
                   r"|been with|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc"
                   r"|still with|quits|own ways|couple|item|knot|hitched|husband|wife|split|steady|engagement"
-                  r"|time on|called it off|got together|pair", re.IGNORECASE)
+                  r"|time on|called it off|got together|pair|marry|new|walk", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

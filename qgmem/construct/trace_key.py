@@ -46,8 +46,11 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  "we've a cottage on ...", "Still in X." and "In a room in X." as answers, "... and moved up to", "had a house
 #  since", "You've moved!"; 55 things gone: "paid me well for her", "took his money for it", "let it go for",
 #  "Taken from outside ...", "is my wife's brother's now", "has been his since", "has had it since", "went to X as
-#  his wedding gift", "both"/"all" before a thing
-TRACE_VERSION = 55
+#  his wedding gift", "both"/"all" before a thing; 56 jobs: held since a recent time is begun, "training as", "opened
+#  my own shop", "hung up my hard hat in July", a habit or being at work since a recent time (weak); 57 partners:
+#  "going out with X, the ...", "seeing X now", "walked out together", "a new man", "asked her to marry me", "gave X
+#  back his ring"
+TRACE_VERSION = 57
 
 
 def trace_key_parts() -> list[str | int]:
