@@ -239,6 +239,12 @@ def test_a_change_told_in_times_alone_changes_the_schedule_the_person_told_last(
     assert _links(stall, *days, retimed) == {7: (0, "change")}
     others = (1, 1, "Oren", "Oren", "open", "the stall", "I only open the stall Monday to Friday.")
     assert _links(others, *days, retimed) == {}  # Oren's schedule is not Tamsin's
+    colon = (9, 2, "Tamsin", "Tamsin", "follow", "the new hall's days",  # the times close a clause
+             "Thursdays and Fridays now: I follow the new hall's days.")
+    assert _links(stall, *days, colon) == {7: (0, "change")}
+    told = (9, 2, "Tamsin", "Tamsin", "follow", "the new hall's days",  # a clause of other words: no schedule
+            "I follow the new hall's days now: the council sent the sellers there on Thursdays.")
+    assert _links(stall, *days, told) == {}
 
 
 def test_news_of_the_one_spoken_to_is_their_change_whoever_the_teller_heard_it_from() -> None:

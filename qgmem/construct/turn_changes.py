@@ -79,6 +79,7 @@ _ASKS = re.compile(r"\s*(?:are|is|am|do|does|did|have|has|had|was|were|will|woul
                    r"|which|when|why|still|and|any|so|or)\b", re.IGNORECASE)
 _OWN = re.compile(r"\b(?:my|our)\s+((?:[\w'’-]+\s+){0,2}?[\w'’-]+)(?=\s*[?,]|\s+(?:and|for|with|at|in|on|to)\b)",
                   re.IGNORECASE)  # "my book group?", "our old van for ..."
+_CLAUSE_HEAD = re.compile(r"\s*[:;]\s*")  # a clause a colon or semicolon closes: "Mondays now: ..."
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|we|we're|we’re|my|our)\b")
 
 
@@ -111,7 +112,12 @@ def _unnamed(t: Turn, earlier: Callable[[], Iterator[Turn]], turn_texts: Mapping
 
 def _retimed(told: str, speaker: str, skip: frozenset[str]) -> bool:
     """A change told in times alone, a recurring time and a marker ("Thursdays and Fridays now.", "Mondays
-    now."): no other word says what changed, so it is the person's schedule."""
+    now.", or before a colon: "Tuesdays and Saturdays now: I follow the new hall's days"): no other word says what
+    changed, so it is the person's schedule."""
+    return any(_times_alone(x, speaker, skip) for x in _CLAUSE_HEAD.split(told))
+
+
+def _times_alone(told: str, speaker: str, skip: frozenset[str]) -> bool:
     c = read_cues(told, speaker, "", "")
     return bool(told) and c.recurring and len(_words(told, speaker, skip) - _time_kinds(told, speaker)
                                                - c.times) <= 1
