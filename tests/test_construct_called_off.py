@@ -50,6 +50,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("Big change: the recital is now on the third of May.", Ending("the recital", True)),
     ("Our trip isn't in August any more.", Ending("Our trip", True)),
     ("I never went to Tromsø, the flights were cancelled.", Ending("", True)),
+    ("I have no idea; none of us went in the end.", Ending("", True)),
     ("We didn't go in April after all.", Ending("", True)),
 ])
 def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) -> None:

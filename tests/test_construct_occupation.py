@@ -43,6 +43,9 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("No, I opened my own little shop in Kpandu in February.", {"Kpandu"}, True),
     ("We set up our own firm in May.", set(), True),
     ("I'm training as a turbine technician with Quarrow Renewables.", {"Quarrow Renewables"}, True),
+    ("I left the wheel in June; the forestry office hired me as a ranger.", set(), True),
+    ("I left the bank in May and went into business with my cousin.", set(), True),
+    ("I've hung up the apron: since November I'm assistant pharmacist at the chemist's.", set(), True),
 ])
 def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun: bool) -> None:
     assert job(text) == NamedState(frozenset(names), begun)

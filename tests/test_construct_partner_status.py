@@ -55,6 +55,7 @@ from test_construct_turn_changes import _changed, _chat
     ("Yes, we've walked out together since the spring fair.", SEEING, None),
     ("I hear you've got a new man, a roofer.", SEEING, None),
     ("I asked her to marry me on the pier in July, and she said yes.", ENGAGED, None),
+    ("Guess what: Tavish and I had our wedding in July, in his village.", MARRIED, "Tavish"),
     ("I'm going out with Oriel tonight.", None, None), ("I'm seeing Oriel on Friday.", None, None),  # outings
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:

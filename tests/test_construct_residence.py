@@ -50,6 +50,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I took a job at the boatyard and moved up to Brindle in March.", Home(frozenset({"Brindle"}), True)),
     ("I've had a little house above the harbour since October.", Home(frozenset(), True)),
     ("You've moved! I saw the cottage up for sale.", Home(frozenset(), True)),
+    ("I live here now, since October: we rent a room behind the hospital.", Home(frozenset(), True)),
 ])
 def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     assert home(text) == expected

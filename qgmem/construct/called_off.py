@@ -14,7 +14,7 @@ never made it to Porto". The reading is of the sentence's grammar only, general 
   "we've put the extension on hold", "X's been cancelled / postponed / withdrawn", "X fell through", "it never
   happened", "it didn't happen";
 - the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym"), "I never
-  went to X", "we didn't go in September", "I never went.";
+  went to X", "we didn't go in September", "I never went.", "none of us went in the end";
 - a verb that ends or moves a plan with a pronoun object or none ("we've cancelled", "I deferred it"), or
   drops a plan noun ("we've dropped the Orkney idea").
 When the plan is a pronoun, a common noun or nothing, it is what the turn or the question just before it
@@ -102,13 +102,14 @@ _NOT_DONE = tuple(re.compile(p) for p in (
     rf"(?:to\s+(?=(?-i:{CAP}))|there\b|in\s+the\s+end\b|after\s+all\b|in\s+(?:{_WHEN})\b)",  # "didn't go in May"
     rf"\b(?:[Ii]|[Ww]e)\s+never\s+went\s+to\s+(?=(?-i:{CAP}))",  # "I never went to Ouagadougou."
     r"^\s*(?:[Ii]|[Ww]e)\s+never\s+went(?=\s*[.!;]|$)",  # "I never went." (what the question before names)
+    r"\b[Nn]one\s+of\s+us\s+(?:went|made\s+it|got\s+there)\b",  # "none of us went in the end"
     # the plan is no longer at its time: "the wedding isn't in December any more"
     rf"{_OFF_PLAN}\s+(?:isn't|isn’t|is\s+not|won't\s+be|won’t\s+be)\s+(?:in|on)\s+[^.!?;]*?\bany\s*more\b",
 ))
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"\b(?:off|back|forward|cancel|postpone|defer|shelve|scrap|withdrawn|through|never|didn|"
                   r"did not|dropped|ditched|moved|move|shift|rebook|brought|bring|abandon|hold|ice|dead|happen|now|"
-                  r"any\s*more)",
+                  r"any\s*more|none of us)",
                   re.IGNORECASE)
 
 

@@ -10,22 +10,22 @@ Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in th
 ("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), a perfect at a named place
 ("Thirty-eight years I've driven for Brigstock Coaches"), or a beginning ("I've trained as a phlebotomist at ...",
 "I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a
-trainee", "the hotel made me assistant manager", "I've started an apprenticeship with ...", "signed on as a
-deckhand", "I'm training as a ...", "I opened my own little shop in ..."; a job held since a recent time: "I've been
-running the crane at the port since June"), or an occupation (words/occupations.txt) with a mark of its beginning
-("I'm a postman now, since May", "Since December I'm the practice manager", "you're the new caretaker", "she became a
-midwife"). An occupation alone ("I'm a freelance illustrator") is a job with no value: a beginning or an end changes
-it, it changes nothing. Its value is the capitalised names after "at", "for", "with" or "in", else the noun of a
-place of work (words/workplaces.txt: "I milk cows at my uncle's farm", "he drives a gritter for the council"; not an
-errand there: "I buy bread at the bakery"). A habit with no named organisation is read only as the present one,
-weakly ("I operate one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it changes
-a job told with a name (not one told only by a common noun) and is no job to change. A job ended with nothing after
-it ("I retired in June", "he lost his job", "she was made redundant", "I'm still unemployed", the tools of a trade
-hung up for good: "I hung up my hard hat in July") is a value too: it changes a job, and a job after it changes it;
-told twice it is one change. Not read, beside what construct/named_state.py says: such a habit without "now" ("I
-drive the airport shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere ("I shop at
-Lidl"), learning, trying or doing ("I'm learning the cello now"). General English, no benchmark or fixture
-vocabulary.
+trainee", "the forestry office hired me as a ranger", "I went into business with my cousin", "the hotel made me
+assistant manager", "I've started an apprenticeship with ...", "signed on as a deckhand", "I'm training as a ...",
+"I opened my own little shop in ..."; a job held since a recent time: "I've been running the crane at the port since
+June"), or an occupation (words/occupations.txt) with a mark of its beginning ("I'm a postman now, since May",
+"Since December I'm the practice manager", "you're the new caretaker", "she became a midwife"). An occupation alone
+("I'm a freelance illustrator") is a job with no value: a beginning or an end changes it, it changes nothing. Its
+value is the capitalised names after "at", "for", "with" or "in", else the noun of a place of work
+(words/workplaces.txt: "I milk cows at my uncle's farm", "he drives a gritter for the council"; not an errand there:
+"I buy bread at the bakery"). A habit with no named organisation is read only as the present one, weakly ("I operate
+one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it changes a job told with a
+name (not one told only by a common noun) and is no job to change. A job ended with nothing after it ("I retired in
+June", "he lost his job", "she was made redundant", "I'm still unemployed", the tools of a trade hung up for good:
+"I hung up my hard hat in July") is a value too: it changes a job, and a job after it changes it; told twice it is
+one change. Not read, beside what construct/named_state.py says: such a habit without "now" ("I drive the airport
+shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere ("I shop at Lidl"), learning,
+trying or doing ("I'm learning the cello now"). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def _patterns(g: Grammar) -> Patterns:
         rf"(?:job|apprenticeship|traineeship|role|post|position)\b)"
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)*(?:took|taken|got|landed|accepted)\s+(?:a|the)\s+(?:new\s+)?"
         rf"(?:[\w'’-]+\s+)?(?:job|role|post|position)\b"
-        rf"|\b(?:taken on|took {g.obj} on|taking {g.obj} on|got taken on|been hired|got hired)\b"
+        rf"|\b(?:taken on|took {g.obj} on|taking {g.obj} on|got taken on|been hired|got hired|hired {g.obj} as)\b"
+        rf"|\b{s}{aux}\s+(?:\w+\s+){{0,8}}?(?:went|gone|going)\s+into\s+business\b"  # "... and went into business"
         rf"|\b(?:{s}{aux}\s+|and\s+)(?:just\s+|now\s+)?signed\s+on\s+(?:as|with|at)\b"  # "and signed on as a"
         rf"|\b(?:made|promoted) {g.obj}\s+(?:to\s+)?(?:an?\s+|the\s+)?(?:[\w'’-]+\s+)?"
         rf"(?:manager|supervisor|director|head|lead|partner|foreman|chef)\b"
@@ -100,7 +101,7 @@ def _patterns(g: Grammar) -> Patterns:
         # the new caretaker", "she became a midwife"
         rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+|finally\s+|officially\s+)?(?:a|an|the)\s+{_ROLE}"
         rf"(?=[^.!?;]*?\b(?:now|these days|nowadays|{_SINCE}))"
-        rf"|^\s*{_SINCE}\s*,?\s+{s}(?:{g.be}|{g.have}\s+been)\s+(?:a|an|the)\s+{_ROLE}"
+        rf"|(?:^|[:;])\s*{_SINCE}\s*,?\s+{s}(?:{g.be}|{g.have}\s+been)\s+(?:a\s+|an\s+|the\s+)?{_ROLE}"
         rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+)?the\s+new\s+{_ROLE}|\b{s}\s+became\s+(?:a|an|the)\s+{_ROLE}",
         re.IGNORECASE)
     holds = re.compile(
@@ -138,7 +139,8 @@ def _patterns(g: Grammar) -> Patterns:
                       rf"out of work)\b"
                       # the tools of a trade hung up for good ("So you've finally hung up your spanners!", "I hung up
                       # my hard hat in July"; not "I hung up my coat")
-                      rf"|\b{s}{aux}\s+(?:finally\s+hung\s+up\s+{g.poss}\b|hung\s+up\s+{g.poss}\s+(?:[\w'’-]+\s+)?"
+                      rf"|\b{s}{aux}\s+(?:finally\s+hung\s+up\s+{g.poss}\b|hung\s+up\s+(?:{g.poss}|the)\s+"
+                      rf"(?:[\w'’-]+\s+)?"
                       rf"[\w'’-]+(?=\s+(?:in\s+(?-i:{TIME_NAMES})|last\s+\w+|for\s+good|after\b)))"
                       + (r"|^\s*retired\b" if g.fragments else ""),  # "Retired, after forty years."
                       re.IGNORECASE)

@@ -9,12 +9,12 @@ off the engagement", "you and X called it off"), seeing someone ("my girlfriend 
 ...", "X and I got together", "we've walked out together since the fair", "you've got a new man", a name introduced
 or lasting: "I'm going out with Tavish, the boat builder", "I'm seeing Oriel now"; not an outing: "going out with
 Anna tonight"), engaged ("popped the question", "my fiancé", "I asked her to marry me"), married ("tied the knot",
-"my husband"). Two statements of one person in different sessions with different values, or with different named
-partners, are a change of that person's relationship state; the same value told again ("still together") is not, nor
-together after married with no partner named. `partner_status` reads statements about the speaker ("I", "we", "X and
-I") or, in a turn that speaks to the other person only, about them ("you're going out with ...");
-`statuses_of_others` those about third persons (construct/holders.py says who): a sister's marriage is her state,
-not the speaker's. General English, no benchmark or fixture vocabulary.
+"X and I had our wedding", "my husband"). Two statements of one person in different sessions with different values,
+or with different named partners, are a change of that person's relationship state; the same value told again
+("still together") is not, nor together after married with no partner named. `partner_status` reads statements about
+the speaker ("I", "we", "X and I") or, in a turn that speaks to the other person only, about them ("you're going out
+with ..."); `statuses_of_others` those about third persons (construct/holders.py says who): a sister's marriage is
+her state, not the speaker's. General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"  # "muddling along, married twelve years"
               r"|\byears\s+married\b|\bmarried\s+again\b"  # "Eleven years married to X", "my father married again"
               r"|\b(?:tied|tie|tying) the knot\b|\bgot hitched\b"
-              rf"|\b(?:we|{LETTER}+ and i)\s+(?:finally\s+|just\s+)?married\b"),  # "Astou and I married in May"
+              rf"|\b(?:we|{LETTER}+ and i)\s+(?:finally\s+|just\s+)?married\b"  # "Astou and I married in May"
+              rf"|\b(?:we|{LETTER}+ and i)\s+had\s+our\s+wedding\b"),  # "Nguema and I had our wedding in July"
     (SEEING, rf"\b(?:seeing|dating|going out with|been with)\s+{_WHO}|\bbeen seeing (?:a|an) [\w'’-]+ from\b"
              r"|\bbeen (?:going out|dating)\b|\bgoing steady\b"
              r"|\b(?:we're|we are|we've been|we have been|and i are|and i have been|and i've been)\s+(?:still\s+)?"
@@ -98,7 +99,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _ANY = re.compile(r"split|broke|separate|divorce|finished|parted|ended it|single|dat(?:ing|ed)|seeing|going out"
                   r"|been with|together|met someone|engaged|proposed|married|courting|ring|question|friend|fianc"
                   r"|still with|quits|own ways|couple|item|knot|hitched|husband|wife|split|steady|engagement"
-                  r"|time on|called it off|got together|pair|marry|new|walk", re.IGNORECASE)
+                  r"|time on|called it off|got together|pair|marry|new|walk|wedding", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,14 @@ the launderette"), above a shop ("I'm still above the chemist"), still in a name
 Row"), at a relative's for a while ("I've been at my sister's farm since May"), a dwelling of one's own with a place
 ("my flat on Bellhanger Street"), or a move ("moved in with my brother", "got the keys to a studio", "signed for a
 terrace", "my new room in Fallowmere", "new address: ...", "we left the farm for a bungalow in Jessington", "she's
-back at Mum and Dad's"). Its value is the capitalised places after a preposition ("Lindell Court"). Being in a named
-place told as the present one is read weakly ("So you're out in Drummock Vale now!", "we've been in Cardiff since
-April", "you've gone over to Lowther Quay"): it may be a stay, so it changes a home told with a name and is no home
-to change; "my new address" is a move. Two statements of one person in different sessions are a change of home when
-the later one is a move to other places, or names places the earlier one does not (construct/named_state.py reads
-both attributes told with a name, this one and work). Not read, beside what that module says: a stay somewhere ("I'm
-in Paris this week": no dwelling, no verb of dwelling). General English, no benchmark or fixture vocabulary.
+back at Mum and Dad's", "I live here now"). Its value is the capitalised places after a preposition ("Lindell
+Court"). Being in a named place told as the present one is read weakly ("So you're out in Drummock Vale now!",
+"we've been in Cardiff since April", "you've gone over to Lowther Quay"): it may be a stay, so it changes a home
+told with a name and is no home to change; "my new address" is a move. Two statements of one person in different
+sessions are a change of home when the later one is a move to other places, or names places the earlier one does not
+(construct/named_state.py reads both attributes told with a name, this one and work). Not read, beside what that
+module says: a stay somewhere ("I'm in Paris this week": no dwelling, no verb of dwelling). General English, no
+benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def _patterns(g: Grammar) -> Patterns:
         rf"\b{s}{aux}\s+(?:just\s+|finally\s+|recently\s+|now\s+|all\s+)*(?:moved|moving|moves|relocated)\s+"
         rf"(?:in|into|to|up|down|out|back|over|across|house)\b"
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)?moved\s*!"  # "You've moved! I saw the cottage up for sale."
+        rf"|\b{s}\s+(?:live|lives|living)\s+(?:here|there)\s+now\b"  # "I live here now, since October"
         # the second verb of one subject ("I took a job at the boatyard and moved up here in October")
         rf"|\b{s}{aux}\s+(?:[\w'’-]+\s+){{1,8}}?and\s+(?:then\s+)?moved\s+(?:in|into|to|up|down|out|back|over)\b"
         # had a dwelling since a time: got it then ("I've had a little house above the harbour since October")

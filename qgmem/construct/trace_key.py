@@ -49,8 +49,10 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  his wedding gift", "both"/"all" before a thing; 56 jobs: held since a recent time is begun, "training as", "opened
 #  my own shop", "hung up my hard hat in July", a habit or being at work since a recent time (weak); 57 partners:
 #  "going out with X, the ...", "seeing X now", "walked out together", "a new man", "asked her to marry me", "gave X
-#  back his ring"; 58 a schedule told in times alone before a colon ("Tuesdays and Saturdays now: I follow ...")
-TRACE_VERSION = 58
+#  back his ring"; 58 a schedule told in times alone before a colon ("Tuesdays and Saturdays now: I follow ...");
+#  59 "hired me as", "went into business", "hung up the apron", "since November I'm assistant pharmacist" after a
+#  colon, "I live here now", "X and I had our wedding", "none of us went"
+TRACE_VERSION = 59
 
 
 def trace_key_parts() -> list[str | int]:
