@@ -318,6 +318,9 @@ def test_by_now_or_a_plan_now_tells_no_change_a_trip_now_does() -> None:
     assert tells_change("Maren works at the bakery on Quay Street now.", "Teodor", StateTable.default())
     assert tells_change("I'm going to Vardø in August now, not June.", "Teodor", StateTable.default())  # a trip
     assert not tells_change("We're going to try the other road now.", "Teodor", StateTable.default())  # a plan
+    assert not tells_change("I still go out on Sundays; these days I can gut a fish in a minute.", "Teodor",
+                            StateTable.default())  # a skill that grew
+    assert tells_change("These days I drive the school bus.", "Teodor", StateTable.default())
 
 
 def test_a_class_put_on_another_weekday_changes_its_schedule() -> None:

@@ -38,13 +38,14 @@ _OFF_THE = re.compile(r"\b(?:i'm|i’m|i am|we're|we’re|we are|you're|you’re
 # "now" that tells no change: a duration ("I've lived here for five years now"), "for now", "right now" or "by now"
 # (for the time being) and "for" before it in its clause ("it's quiet for us now"), "now" as a conjunction ("now the
 # weather's cold"), a plan ("we're going to try that now"; not a trip: "I'm going to Penang in August now"), a skill
-# that grew ("I can play two songs now"); a "for" in an earlier clause is not one ("Odile left for another firm, so
-# Bastien is my manager now")
+# that grew ("I can play two songs now", "these days I can gut a fish in eight seconds"); a "for" in an earlier
+# clause is not one ("Odile left for another firm, so Bastien is my manager now")
 _DURATION = r"(?:\w+\s+){0,3}?(?:years?|months?|weeks?|days?|decades?|ages|a\s+while|some\s+time|long)\b"
 _NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b|\b(?:for|right|just|by)\s+now\b"
                            rf"|\bnow\s+(?:that|the)\b"
                            rf"|\b(?:going to|gonna|about to|off to)\b(?!\s+(?-i:{CAP}))[^,;:]*\bnow\b"
-                           r"|\b(?:can|could)\b.*\bnow\b", re.IGNORECASE)
+                           r"|\b(?:can|could)\b.*\bnow\b"
+                           r"|\b(?:now|these\s+days|nowadays),?\s+(?:\w+\s+){1,2}?(?:can|could)\b", re.IGNORECASE)
 # a state begun at a time: "since <a date>" ("I'm on days since the new year", "Thursdays since October", "since the
 # first of April"), or to begin at one ("From August I'm on earlies"); not a duration from an event ("since I was
 # a kid", "since we last talked")
