@@ -46,6 +46,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I left the wheel in June; the forestry office hired me as a ranger.", set(), True),
     ("I left the bank in May and went into business with my cousin.", set(), True),
     ("I've hung up the apron: since November I'm assistant pharmacist at the chemist's.", set(), True),
+    ("Look at you, head chef at the Ostler's Table!", {"Ostler's Table"}, True),
 ])
 def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun: bool) -> None:
     assert job(text) == NamedState(frozenset(names), begun)
@@ -64,6 +65,7 @@ def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun:
     "I'm on the hunt for a good spot for my pottery studio.",  # "for my ...": not where one works
     "We actually met in an engineering class in college.",  # an adverb is no verb of work
     "I started my own blog.", "I hung up my coat.", "I hung up my coat and sat down.",  # no business, no trade's end
+    "I left the office at six.", "I left the shop in a hurry.",  # a place left for the day
 ])
 def test_what_tells_no_job(text: str) -> None:
     assert job(text) is None
@@ -122,7 +124,8 @@ def test_a_weak_beginning_changes_a_named_job_only() -> None:
 @pytest.mark.parametrize("text", ["I'm officially a retired man. Last Friday was my final round.",
                                   "Retired, after forty-two years.", "I'm still unemployed, forty applications.",
                                   "I lost my job when the mill shut.", "I was made redundant in May.",
-                                  "I hung up my hard hat in July.", "So you've finally hung up your spanners!"])
+                                  "I hung up my hard hat in July.", "So you've finally hung up your spanners!",
+                                  "I'm a man of leisure these days.", "I hear you've left the bank and drive a bus."])
 def test_a_job_ended_with_nothing_after_it_is_a_value(text: str) -> None:
     assert job(text) == NamedState(frozenset(), False, ended=True)
 

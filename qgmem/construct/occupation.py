@@ -21,11 +21,12 @@ value is the capitalised names after "at", "for", "with" or "in", else the noun 
 "I buy bread at the bakery"). A habit with no named organisation is read only as the present one, weakly ("I operate
 one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it changes a job told with a
 name (not one told only by a common noun) and is no job to change. A job ended with nothing after it ("I retired in
-June", "he lost his job", "she was made redundant", "I'm still unemployed", the tools of a trade hung up for good:
-"I hung up my hard hat in July") is a value too: it changes a job, and a job after it changes it; told twice it is
-one change. Not read, beside what construct/named_state.py says: such a habit without "now" ("I drive the airport
-shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere ("I shop at Lidl"), learning,
-trying or doing ("I'm learning the cello now"). General English, no benchmark or fixture vocabulary.
+June", "he lost his job", "she was made redundant", "I'm still unemployed", "you've left the bank and ...", the
+tools of a trade hung up for good: "I hung up my hard hat in July") is a value too: it changes a job, and a job
+after it changes it; told twice it is one change. Not read, beside what construct/named_state.py says: such a habit
+without "now" ("I drive the airport shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere
+("I shop at Lidl"), learning, trying or doing ("I'm learning the cello now"). General English, no benchmark or
+fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+|finally\s+|officially\s+)?(?:a|an|the)\s+{_ROLE}"
         rf"(?=[^.!?;]*?\b(?:now|these days|nowadays|{_SINCE}))"
         rf"|(?:^|[:;])\s*{_SINCE}\s*,?\s+{s}(?:{g.be}|{g.have}\s+been)\s+(?:a\s+|an\s+|the\s+)?{_ROLE}"
-        rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+)?the\s+new\s+{_ROLE}|\b{s}\s+became\s+(?:a|an|the)\s+{_ROLE}",
+        rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+)?the\s+new\s+{_ROLE}|\b{s}\s+became\s+(?:a|an|the)\s+{_ROLE}"
+        + (rf"|^\s*look at you,?\s+(?:the\s+)?(?:new\s+)?{_ROLE}" if g.fragments else ""),  # "Look at you, head chef!"
         re.IGNORECASE)
     holds = re.compile(
         rf"\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?(?:a|an|the)\s+{_NAMED}"  # a role at a name
@@ -133,10 +135,17 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:{_NOT_WORK}(?!(?:do|get|learn|tr[yi]|think|feel|hop|plan)\w*\b)"
         rf"[a-z]+ing|at|on|in|with|behind)\s+(?:[\w'’&-]+\s+){{1,8}}?{_SINCE}",
         re.IGNORECASE)
-    # a job ended: no job is a state too ("He retired in June", "she lost her job when the mill shut")
+    # a job ended: no job is a state too ("He retired in June", "she lost her job when the mill shut", "I'm a man of
+    # leisure")
     ends = re.compile(rf"\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+|officially\s+|still\s+)*(?:(?:a\s+)?retired|"
                       rf"lost {g.poss} job|(?:been|got|was|were)\s+(?:made redundant|laid off)|unemployed|"
                       rf"out of work)\b"
+                      rf"|\b{s}{g.be}\s+(?:now\s+)?a\s+(?:man|woman|lady|gentleman)\s+of\s+leisure\b"
+                      # a job or place of work left, as a whole clause ("you've left the bank and drive the minibus";
+                      # not "I left the office at six")
+                      rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)?left\s+(?:{g.poss}\s+job|the\s+(?:[\w'’-]+\s+)?"
+                      rf"(?:{_WORKPLACE})s?)(?=\s*(?:[.,;!]|$)|\s+(?:and|in\s+(?-i:{TIME_NAMES})|last\s+\w+|after\b|"
+                      rf"for\s+good))"
                       # the tools of a trade hung up for good ("So you've finally hung up your spanners!", "I hung up
                       # my hard hat in July"; not "I hung up my coat")
                       rf"|\b{s}{aux}\s+(?:finally\s+hung\s+up\s+{g.poss}\b|hung\s+up\s+(?:{g.poss}|the)\s+"
@@ -156,7 +165,7 @@ _ORG = re.compile(rf"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?:[a-z][\w
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"\b(?:at|for|with|in|as|on)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
                   rf"\bsince\b|retired|laid off|unemployed|out of work|trained|training|qualified|became|\bnew\b"
-                  rf"|hung up|\bown\b|\b(?:{_OCCUPATIONS})",
+                  rf"|hung up|\bown\b|leisure|\bleft\b|look at you|\b(?:{_OCCUPATIONS})",
                   re.IGNORECASE)
 Job = NamedState  # names: the organisations; begun: a new job
 
