@@ -47,6 +47,10 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I left the bank in May and went into business with my cousin.", set(), True),
     ("I've hung up the apron: since November I'm assistant pharmacist at the chemist's.", set(), True),
     ("Look at you, head chef at the Ostler's Table!", {"Ostler's Table"}, True),
+    # a habit told with the hours of work: a job, begun when told as the present one
+    ("I weigh fish at the cooperative in Kalokol, the early shift from five to one.", {"Kalokol"}, False),
+    ("I drive the tram out to Pindle, earlies one week and lates the next.", set(), False),
+    ("I ice wedding cakes for a living these days.", set(), True),
 ])
 def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun: bool) -> None:
     assert job(text) == NamedState(frozenset(names), begun)
@@ -66,6 +70,7 @@ def test_a_job_is_read_with_its_organisations(text: str, names: set[str], begun:
     "We actually met in an engineering class in college.",  # an adverb is no verb of work
     "I started my own blog.", "I hung up my coat.", "I hung up my coat and sat down.",  # no business, no trade's end
     "I left the office at six.", "I left the shop in a hurry.",  # a place left for the day
+    "I swim every morning before my shift.",  # a pastime beside one's own shift
 ])
 def test_what_tells_no_job(text: str) -> None:
     assert job(text) is None

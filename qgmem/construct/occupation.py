@@ -8,7 +8,8 @@ of the speaker or the one spoken to (`job`) and of third persons (`jobs_of_other
 Gethin Steel"): a role at a named place ("I'm a sous chef at the Gilded Pike"), work at or for one ("I've worked at
 Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in the present at a named organisation
 ("I fix buses at the Stanway depot", "you're selling houses for Drummond Lisle now"), a perfect at a named place
-("Thirty-eight years I've driven for Brigstock Coaches"), or a beginning ("I've trained as a phlebotomist at ...",
+("Thirty-eight years I've driven for Brigstock Coaches"), a habit with the hours of work ("I weigh fish at the
+cooperative, the early shift", "I ice cakes for a living"), or a beginning ("I've trained as a phlebotomist at ...",
 "I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a
 trainee", "the forestry office hired me as a ranger", "I went into business with my cousin", "the hotel made me
 assistant manager", "I've started an apprenticeship with ...", "signed on as a deckhand", "I'm training as a ...",
@@ -71,6 +72,10 @@ _ROLE = rf"(?:{_JUDGED}[\w'’-]+\s+){{0,2}}?(?:{_OCCUPATIONS})s?\b"
 # a recent time it began from: "since May", "since the spring", "since the start of June"
 _SINCE = (rf"since\s+(?:the\s+(?:start|end|beginning|middle)\s+of\s+|the\s+|last\s+|early\s+|late\s+)?"
           rf"(?:{'|'.join(sorted(MONTHS))}|spring|summer|autumn|fall|winter|new year)\b")
+# the hours of work: a shift, a rota, a living
+_WORK_TIME = (r"(?<!\bmy\s)(?<!\bour\s)(?<!\byour\s)"  # not "before my shift"
+              r"(?:\b(?:(?:early|late|night|day|morning|evening|afternoon|split|double|long|[\w-]+-hour)\s+)?shifts?\b"
+              r"|\b(?:earlies|lates)\b|\bfor\s+a\s+living\b|\b(?:full|part)[-\s]time\b|\bovertime\b)")
 # nor, at a place of work named by a common noun, an errand ("I buy bread at the bakery", "I pick her up at the school")
 _ERRAND = (r"(?!(?:buy|order|drink|grab|pick|drop|take|sit|sleep|rest|relax|swim|study|visit|park|queue|borrow|"
            r"collect)(?:s|es|ing)?\b)")
@@ -81,6 +86,10 @@ def _patterns(g: Grammar) -> Patterns:
     verb, an object, then "now" ("I operate one of the cranes now", "you're giving tours at the observatory now"),
     or opened by a date ("Since June I drive the bakery van"); not a verb of learning, trying or doing."""
     s, aux = g.subject, g.aux
+    # a habit told with the hours of work ("I weigh fish at the cooperative, the early shift", "I drive the tram,
+    # earlies one week and lates the next", "I ice cakes for a living"): a job held, begun when told as the present one
+    shift_habit = (rf"\b{g.habit}\s+(?:still\s+|also\s+|[a-z]+ly\s+)?{_NOT_WORK}[a-z]+(?<![^e]ed)\s+"
+                   rf"(?=[^.!?;]*?{_WORK_TIME})")
     begins = re.compile(
         rf"\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:(?:re)?trained|qualified|training)\s+as\b"  # "trained as a"
         rf"|\b{s}{aux}\s+(?:just\s+|now\s+|finally\s+)*(?:started|starting|begun)\s+(?:(?:at|with)\s+(?:the\s+)?"
@@ -123,7 +132,8 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+|now\s+)?"
         rf"{_NOT_WORK}(?:[a-z]+ing\s+{_AT_NAME}|{_ERRAND}[a-z]+ing\s+{_OBJECT}{_AT_NOUN})"  # "you're selling ..."
         # an occupation alone ("I'm a freelance illustrator"): a job, with no value a later one differs from
-        rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+)?(?:a|an|the)\s+{_ROLE}",
+        rf"|\b{s}(?:{g.be}|{g.have} been)\s+(?:still\s+)?(?:a|an|the)\s+{_ROLE}"
+        rf"|{shift_habit}",
         re.IGNORECASE)
     now_habit = re.compile(
         rf"\b{s}{g.be}?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
@@ -154,7 +164,8 @@ def _patterns(g: Grammar) -> Patterns:
                       + (r"|^\s*retired\b" if g.fragments else ""),  # "Retired, after forty years."
                       re.IGNORECASE)
     # a job held since a recent time began then ("I've been running the crane at the port since June")
-    begins = re.compile(rf"{begins.pattern}|(?:{holds.pattern})(?=[^.!?;]*?\b{_SINCE})", re.IGNORECASE)
+    begins = re.compile(rf"{begins.pattern}|(?:{holds.pattern})(?=[^.!?;]*?\b{_SINCE})"
+                        rf"|{shift_habit}(?=[^.!?;]*?\b(?:now|these days|nowadays)\b)", re.IGNORECASE)
     return Patterns(begins, holds, weak=now_habit, ends=ends)
 
 
@@ -165,7 +176,8 @@ _ORG = re.compile(rf"\b(?:at|for|with|in|on)\s+(?:the\s+|a\s+|an\s+)?(?:[a-z][\w
 # a word every pattern needs: most turns have none and are passed over in one search
 _ANY = re.compile(r"\b(?:at|for|with|in|as|on)\s|\bjob\b|taken on|took \w+ on|hired|made \w+|promoted|\bnow|these days|"
                   rf"\bsince\b|retired|laid off|unemployed|out of work|trained|training|qualified|became|\bnew\b"
-                  rf"|hung up|\bown\b|leisure|\bleft\b|look at you|\b(?:{_OCCUPATIONS})",
+                  rf"|hung up|\bown\b|leisure|\bleft\b|look at you|shift|earlies|lates|living|time"
+                  rf"|\b(?:{_OCCUPATIONS})",
                   re.IGNORECASE)
 Job = NamedState  # names: the organisations; begun: a new job
 
