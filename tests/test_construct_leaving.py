@@ -42,6 +42,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("The band broke up when the singer moved away.", Ending("The band", True)),
     ("The Wednesday lot disbanded in the autumn.", Ending("The Wednesday lot", False)),
     ("The quiz team carries on without me.", Ending("The quiz team", True)),
+    ("My knees gave out in July, and I let the class go on without me.", Ending("the class", True)),
     ("Pellbridge can manage without my bass.", Ending("Pellbridge", False)),
     # a role's token handed back or on, or hung up
     ("I handed my whistle back to the league after the final.", Ending("my whistle", True)),

@@ -321,6 +321,8 @@ def test_by_now_or_a_plan_now_tells_no_change_a_trip_now_does() -> None:
     assert not tells_change("I still go out on Sundays; these days I can gut a fish in a minute.", "Teodor",
                             StateTable.default())  # a skill that grew
     assert tells_change("These days I drive the school bus.", "Teodor", StateTable.default())
+    assert tells_change("I'm doing Wednesday evenings for the food bank now.", "Teodor", StateTable.default())
+    assert not tells_change("It's quiet for us now.", "Teodor", StateTable.default())  # for the time being
 
 
 def test_a_class_put_on_another_weekday_changes_its_schedule() -> None:

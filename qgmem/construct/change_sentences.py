@@ -36,12 +36,14 @@ NEWS_OF_YOU = re.compile(r"^\s*(?:so|oh|wow|well)\b,?\s+(?:you(?:'re|’re|'ve|�
 _OFF_THE = re.compile(r"\b(?:i'm|i’m|i am|we're|we’re|we are|you're|you’re|you are)\s+(?:finally\s+)?off\s+the\s+"
                       r"(?!hook\b|phone\b|mark\b|record\b|top\b|wall\b)\w+", re.IGNORECASE)
 # "now" that tells no change: a duration ("I've lived here for five years now"), "for now", "right now" or "by now"
-# (for the time being) and "for" before it in its clause ("it's quiet for us now"), "now" as a conjunction ("now the
-# weather's cold"), a plan ("we're going to try that now"; not a trip: "I'm going to Penang in August now"), a skill
-# that grew ("I can play two songs now", "these days I can gut a fish in eight seconds"); a "for" in an earlier
-# clause is not one ("Odile left for another firm, so Bastien is my manager now")
+# (for the time being) and "for" with a pronoun before it in its clause ("it's quiet for us now"; not "I do
+# Wednesdays for the food bank now"), "now" as a conjunction ("now the weather's cold"), a plan ("we're going to try
+# that now"; not a trip: "I'm going to Penang in August now"), a skill that grew ("I can play two songs now", "these
+# days I can gut a fish in eight seconds"); a "for" in an earlier clause is not one ("Odile left for another firm,
+# so Bastien is my manager now")
 _DURATION = r"(?:\w+\s+){0,3}?(?:years?|months?|weeks?|days?|decades?|ages|a\s+while|some\s+time|long)\b"
-_NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\b[^,;:]*\bnow\b|\b(?:for|right|just|by)\s+now\b"
+_NOT_A_CHANGE = re.compile(rf"\bfor\s+{_DURATION}.*\bnow\b|\bfor\s+(?:me|us|you|him|her|them|it)\b[^,;:]*\bnow\b"
+                           rf"|\b(?:for|right|just|by)\s+now\b"
                            rf"|\bnow\s+(?:that|the)\b"
                            rf"|\b(?:going to|gonna|about to|off to)\b(?!\s+(?-i:{CAP}))[^,;:]*\bnow\b"
                            r"|\b(?:can|could)\b.*\bnow\b"

@@ -15,7 +15,7 @@ only, general English:
   the shop over to my cousin", "I'm done with greasepaint", "I've put the park behind me", "I left the book
   group", or is let go ("the depot let me go in March");
 - a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "closed in March", "...
-  carries on without me".
+  carries on without me", "I let the class go on without me".
 A bare quitting verb ("I dropped it", "I stopped") is read only when nothing but a time follows it ("in
 October", "after six weeks", "last year"): "I dropped it on the floor" and "we stopped at the shop" end nothing.
 Not read: questions, negated or wished sentences ("I'd never quit", "I want to give it up"), a person as the
@@ -84,7 +84,8 @@ _ENDED = re.compile(rf"{_GROUP}(?:'s|’s| has| had)?\s+(?:just\s+|finally\s+)?(
                     r"|fell apart"  # closed at a time told ("The depot closed in March"; not "closed early today")
                     rf"|closed(?=\s+(?:for\s+good|in\s+(?:{_MONTH}|\d{{4}}|the\s+(?:{_SEASON}|new\s+year))"
                     rf"|last\s+(?:year|month|week|{_SEASON}))))\b")
-_WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies|ied)\s+on|manages?|copes?"
+_WITHOUT_ME = re.compile(rf"{_GROUP}(?:'ll| will| can| could)?\s+(?:carr(?:y|ies|ied)\s+on|go(?:es)?\s+on|manages?"
+                         r"|copes?"
                          r"|gets?\s+by|(?:is|are|'s|’s)\s+(?:doing\s+)?(?:fine|carrying\s+on))"
                          r"\s+without\s+(?:me|us|my)\b")
 # nouns that name a group (qgmem/words/state_relations.txt, the membership class as a head word), and "group"

@@ -53,8 +53,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  59 "hired me as", "went into business", "hung up the apron", "since November I'm assistant pharmacist" after a
 #  colon, "I live here now", "X and I had our wedding", "none of us went"; 60 "these days I can ..." tells no change;
 #  61 "Look at you, head chef at X!", "a man of leisure", "you've left the bank and ..."; 62 a habit told with the
-#  hours of work ("the early shift", "earlies", "for a living") is a job
-TRACE_VERSION = 62
+#  hours of work ("the early shift", "earlies", "for a living") is a job; 63 "for" before "now" tells no change
+#  only with a pronoun ("quiet for us now"; not "for the food bank now"), "let the class go on without me"
+TRACE_VERSION = 63
 
 
 def trace_key_parts() -> list[str | int]:
