@@ -28,6 +28,8 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat
     ("Mornings now. The new girl took the evenings.", {"morning"}, set()),
     ("I sweep the market hall, Tuesday to Saturday from five till eight in the morning.", {"five to eight"}, set()),
     ("I bake from four until noon, then I sleep.", {"four to noon"}, set()),
+    ("I work the chairlift at Szczawnica, the early shift, seven till three.", {"early"}, set()),
+    ("Since March my turn starts at one and ends at nine.", {"one to nine"}, set()),
 ])
 def test_a_shift_is_read_with_its_kind_or_hours(text: str, held: set[str], left: set[str]) -> None:
     assert work_shift(text) == Shift(frozenset(held), frozenset(left))
@@ -36,7 +38,8 @@ def test_a_shift_is_read_with_its_kind_or_hours(text: str, held: set[str], left:
 @pytest.mark.parametrize("text", ["I'm on holiday next week.", "Are you still on nights?", "He's on nights.",
                                   "I have no days off this month.",
                                   "I'm going to Paris on Tuesday.", "I went to the beach on days off.",
-                                  "I drove from two to four without a break.", "We walked from nine till noon."])
+                                  "I drove from two to four without a break.", "We walked from nine till noon.",
+                                  "I met her at the pub, the night shift crowd."])
 def test_what_tells_no_shift(text: str) -> None:
     assert work_shift(text) is None
 

@@ -54,8 +54,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  colon, "I live here now", "X and I had our wedding", "none of us went"; 60 "these days I can ..." tells no change;
 #  61 "Look at you, head chef at X!", "a man of leisure", "you've left the bank and ..."; 62 a habit told with the
 #  hours of work ("the early shift", "earlies", "for a living") is a job; 63 "for" before "now" tells no change
-#  only with a pronoun ("quiet for us now"; not "for the food bank now"), "let the class go on without me"
-TRACE_VERSION = 63
+#  only with a pronoun ("quiet for us now"; not "for the food bank now"), "let the class go on without me"; 64 a
+#  shift after a habit's place ("I work the chairlift, the early shift"), "my turn starts at one and ends at nine"
+TRACE_VERSION = 64
 
 
 def trace_key_parts() -> list[str | int]:

@@ -1,19 +1,20 @@
 """The shift a speaker works, told in a sentence: one attribute, its value the shifts and hours named (for
 construct/attribute_changes.py).
 
-Why: a new rota shares no word with the old one ("I'm still on nights at the sorting depot" -> "managers work days, so
-no more nights!"; "I'm on the two-till-ten at the call centre" -> "I'm on seven till three since the new year"), and
-the words it does share ("the ward", "the depot") name the workplace, not what changed. English names the shift
+Why: a new rota shares no word with the old one ("I'm still on nights at the sorting depot" -> "managers work days,
+so no more nights!"; "I'm on the two-till-ten at the call centre" -> "I'm on seven till three since the new year"),
+and the words it does share ("the ward", "the depot") name the workplace, not what changed. English names the shift
 itself, of the speaker or the one spoken to: on a shift ("I'm on nights", "we're on the day shift", "I'm only on
 lates these days"), working one ("I work nights", "I do nights", "I work nine to five"), put on one ("the ward put
 me on days", "they've put me on earlies"), moved to one ("I switched to the late crossings", "I swapped to weekday
 shifts"), hours held ("I'm on seven till three"), a part of the day ("I work the afternoon now", "Afternoons now."),
-the hours of a habit ("I clean offices, Monday to Friday from six to nine"), or a shift left ("I'm off nights!", "no
-more nights"). Its value is the shift kinds named (night, day, early, late, weekday, weekend, morning, afternoon,
-evening) and the hours, in one form ("seven till three" is "seven to three"). Two statements of one person in
-different sessions are a change when they share no value. Not read: a shift of someone else ("he's
-on nights"), a question, a time that is no shift ("I'm on holiday", "on Tuesday"). General English, no benchmark or
-fixture vocabulary.
+the hours of a habit ("I clean offices, Monday to Friday from six to nine"), a shift after a habit's place ("I weigh
+fish at the cooperative, the early shift"), hours by their ends ("my turn starts at one and ends at nine"), or a
+shift left ("I'm off nights!", "no more nights"). Its value is the shift kinds named (night, day, early, late,
+weekday, weekend, morning, afternoon, evening) and the hours, in one form ("seven till three" is "seven to three").
+Two statements of one person in different sessions are a change when they share no value. Not read: a shift of
+someone else ("he's on nights"), a question, a time that is no shift ("I'm on holiday", "on Tuesday"). General
+English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+
+from qgmem.construct.state_cues import IRREGULAR
 
 _NUMBER = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|noon|midnight|\d{1,2}(?:[:.]\d\d)?"
            r"(?:\s*(?:am|pm|a\.m\.|p\.m\.))?)")
@@ -32,6 +35,9 @@ _SHIFT = (rf"(?:the\s+)?{_COUNT}(?:{_HOURS}(?:\s+shifts?)?|(?:nights|days|earlie
 # a part of the day worked: "I work the afternoon now", "Afternoons now." (an answer: the speaker's)
 _PART = r"(?:mornings|afternoons|evenings|nights)"
 _PERSON = r"(?:i|we|you)"
+# a verb of a present habit after the person, not a past ("I drove", "I met her at the pub")
+_PAST = "|".join(sorted({"was", "were", "had", "did", *(w for w, base in IRREGULAR.items() if w != base)}))
+_HABIT = rf"\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?(?!(?:{_PAST})\b)[a-z]+(?<![^e]ed)\b"
 _ON = re.compile(
     rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are|'ve been|’ve been| have been)\s+"
     rf"(?:still\s+|now\s+|only\s+|back\s+|just\s+)*on\s+{_SHIFT}"
@@ -42,9 +48,14 @@ _ON = re.compile(
     rf"|\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?(?:work|do)\s+the\s+(?:morning|afternoon|evening)\b"
     rf"|^\s*{_PART}\s+now\b"
     # hours of a habit: "I clean offices, Monday to Friday from six to nine in the morning" (not a past: "I drove")
-    rf"|\b{_PERSON}\s+(?:still\s+|now\s+|only\s+)?(?!(?:was|were|had|did|went|drove|came|got|spent)\b)"
-    rf"[a-z]+(?<![^e]ed)\b[^.!?;]{{0,80}}?\bfrom\s+{_HOURS}",
+    rf"|{_HABIT}[^.!?;]{{0,80}}?\bfrom\s+{_HOURS}"
+    # a shift after a habit's place: "I weigh fish at the cooperative, the early shift from five to one"
+    rf"|{_HABIT}[^.!?;]{{0,80}}?,\s+(?:on\s+)?{_SHIFT}",
     re.IGNORECASE)
+# hours told by their ends: "since March my turn starts at one and ends at nine"
+_STARTS_ENDS = re.compile(rf"\b(?:my|our)\s+(?:turn|shift|day)\s+(?:now\s+)?(?:starts|begins)\s+at\s+"
+                          rf"(?P<start>{_NUMBER})\s+and\s+(?:ends|finishes|stops)\s+at\s+(?P<end>{_NUMBER})\b",
+                          re.IGNORECASE)
 _OFF = re.compile(rf"\b{_PERSON}(?:'m|’m|'re|’re| am| are)\s+(?:finally\s+)?off\s+{_SHIFT}"
                   rf"|\bno\s+(?:more\s+)?{_SHIFT}(?!\s+off)", re.IGNORECASE)  # "no more nights", "no nights at all"
 # the value a match names: its hours as said, or the kind of shift
@@ -53,7 +64,7 @@ _VALUE = re.compile(rf"(?P<hours>{_HOURS})|\b(?P<kind>night|earl|late|weekday|we
 _ENDS_IN_HOURS = re.compile(rf"\bfrom\s+(?P<hours>{_HOURS})$", re.IGNORECASE)  # "... from six to nine"
 _KINDS = {"earl": "early"}
 # a word every pattern needs: most turns have none and are passed over in one search
-_ANY = re.compile(rf"night|day|earl|late|week|morning|afternoon|evening|{_HOURS}", re.IGNORECASE)
+_ANY = re.compile(rf"night|day|earl|late|week|morning|afternoon|evening|shift|turn|{_HOURS}", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 
 
@@ -92,6 +103,7 @@ def work_shift(text: str) -> Shift | None:
         if sentence.rstrip().endswith("?"):
             continue
         held |= {_value(m) for m in _ON.finditer(sentence)}
+        held |= {f"{m['start'].lower()} to {m['end'].lower()}" for m in _STARTS_ENDS.finditer(sentence)}
         left |= {_value(m) for m in _OFF.finditer(sentence)}
     if not held and not left:
         return None
