@@ -52,6 +52,15 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I never went to Tromsø, the flights were cancelled.", Ending("", True)),
     ("I have no idea; none of us went in the end.", Ending("", True)),
     ("We didn't go in April after all.", Ending("", True)),
+    # not going after all, put back to a time alone, moved by its noun, no later than a time, not there in the end
+    ("And I'm not going to Corrow after all: the conference went online.", Ending("", True)),
+    ("We're not coming in October.", Ending("", True)), ("I'm not going.", Ending("", True)),
+    ("Next summer now. The van's gearbox went.", Ending("", True)), ("Next spring, now.", Ending("", True)),
+    ("We're going in December instead; his leave came through late.", Ending("", True)),
+    ("The wedding's now the fourteenth of December.", Ending("The wedding", True)),
+    ("We moved the wedding, by the way.", Ending("the wedding", True)),
+    ("The guesthouse won't open till next spring.", Ending("The guesthouse", True)),
+    ("There was no chalet in the end, I'm afraid.", Ending("chalet", True)),
 ])
 def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) -> None:
     assert called_off(sentence) == expected
@@ -70,6 +79,8 @@ def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) 
     "I didn't go to the gym today.", "I never went there as a kid.",  # not a plan's name
     "The battery's dead.", "The phone's on hold.",  # no plan
     "Cancelled my gym membership, finally.",  # the ending of a membership, not a plan left out
+    "I'm not going to lie.", "I'm not going to the gym.", "Next time, now.", "We moved the sofa, finally.",
+    "I won't start until I'm ready.", "There was no answer.",
 ])
 def test_what_is_not_a_plan_called_off(sentence: str) -> None:
     assert called_off(sentence) is None

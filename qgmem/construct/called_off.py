@@ -7,14 +7,16 @@ never made it to Porto". The reading is of the sentence's grammar only, general 
 - a verb and its particle around the plan: "put X off / back", "pushed X back", "called X off", "moved it to
   June" (with a time after "back", "forward", "put ... off" and a moved pronoun: "put the kettle back" and
   "moved it upstairs" move no plan);
-- the plan is off: "X is off / dead / on hold" (a name, or a noun of a plan: "the boat trip's off", "the
-  Orkney plan's dead"), what the speaker was doing is off ("the trek is off"; not a machine or a supply: "the
-  heating's off"), a plan moved to a date by its noun ("we had to move the dinner to the eleventh of November";
-  not to a place), "has been brought forward", "is now on the twelfth of October", "isn't in December any more",
-  "we've put the extension on hold", "X's been cancelled / postponed / withdrawn", "X fell through", "it never
-  happened", "it didn't happen";
-- the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym"), "I never
-  went to X", "we didn't go in September", "I never went.", "none of us went in the end";
+- the plan is off: "X is off / dead / on hold" (a name, or a noun of a plan: "the boat trip's off", "the Orkney
+  plan's dead"), what the speaker was doing is off ("the trek is off"; not a machine or a supply: "the heating's
+  off"), a plan moved to a date by its noun ("we had to move the dinner to the eleventh of November"; not to a
+  place), "has been brought forward", "is now on the twelfth of October", "the wedding's now the fourteenth of
+  December", "we moved the wedding", "Next summer now.", "we're going in December instead", "won't open till next
+  spring", "isn't in December any more", "we've put the extension on hold", "X's been cancelled / postponed /
+  withdrawn", "X fell through", "it never happened", "it didn't happen";
+- the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym"), "I never went to
+  X", "we didn't go in September", "I never went.", "none of us went in the end", "I'm not going to X after all",
+  "we're not coming in October", "there was no chalet in the end";
 - a verb that ends or moves a plan with a pronoun object or none ("we've cancelled", "I deferred it"), or
   drops a plan noun ("we've dropped the Orkney idea").
 When the plan is a pronoun, a common noun or nothing, it is what the turn or the question just before it
@@ -76,7 +78,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"{_PLAN}\s+(?:forward\s+)?{_DATE}",  # "we had to move the dinner to the eleventh of November"
     rf"{_SUBJECT_PLAN}(?:'s| is| was| has been|'s been|’s been| had been)\s+(?:now\s+)?(?:(?:moved|shifted)\s+"
     rf"(?:{_TIME}|{_DATE})|brought forward|pushed back|put back|put off|rescheduled)",  # "has been brought forward"
-    rf"{_OFF_DOING}(?:'s|’s| is)\s+now\s+(?:on|in|for)\s+(?:the\s+)?(?:{_WHEN}|\w+\s+of\s+(?:{_WHEN}))",  # "now on
+    rf"{_OFF_DOING}(?:'s|’s| is)\s+now\s+(?:(?:on|in|for)\s+)?(?:the\s+)?(?:{_WHEN}|\w+\s+of\s+(?:{_WHEN}))",  # "now on
     # the twelfth of October"
     # the plan is off
     rf"{_OFF_PLAN}(?:'s|’s| is| was| has been|'s been|’s been| had been)\s+(?:now\s+)?"
@@ -91,6 +93,13 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"{_SUBJECT}(?:deferred|postponed)\s+{_PLAN}\s+(?:to|till|until)\b",
     rf"{_SUBJECT}(?:scrapped|dropped|ditched|abandoned|shelved)\s+(?P<thing>(?:the|our|my|his|her)\s+"
     rf"(?:[\w'’-]+\s+){{0,3}}?{_PLAN_NOUN})",
+    # a plan noun moved, or a plan put back to a time alone ("We moved the wedding, by the way.", "Next summer now.",
+    # "The guesthouse won't open till next spring", "We're going in December instead")
+    rf"{_SUBJECT}(?:moved|shifted)\s+(?P<thing>(?:the|our|my)\s+(?:[\w'’-]+\s+){{0,2}}?{_PLAN_NOUN})"
+    r"(?=\s*[.,;:!]|$)",
+    r"^\s*[Nn]ext\s+(?:year|spring|summer|autumn|winter|month|week|" + _WHEN + r")\s*,?\s+now\b",
+    rf"\b(?:[Ii]'m|[Ii]’m|[Ww]e're|[Ww]e’re|[Ii] am|[Ww]e are)\s+(?:going|coming|flying|leaving|travelling)\s+"
+    rf"in\s+(?:{_WHEN})\s+instead\b",
     # the plan left out, as an answer: "Called off.", "Cancelled, sadly."
     r"^\s*(?:[Cc]ancell?ed|[Cc]alled\s+off|[Pp]ostponed|[Ss]crapped|[Ss]helved)(?=\s*(?:[.,;!]|$))"
     r"|^\s*[Pp]ostponed\s+(?:to|till|until)\b",  # "Postponed until May."
@@ -103,13 +112,20 @@ _NOT_DONE = tuple(re.compile(p) for p in (
     rf"\b(?:[Ii]|[Ww]e)\s+never\s+went\s+to\s+(?=(?-i:{CAP}))",  # "I never went to Ouagadougou."
     r"^\s*(?:[Ii]|[Ww]e)\s+never\s+went(?=\s*[.!;]|$)",  # "I never went." (what the question before names)
     r"\b[Nn]one\s+of\s+us\s+(?:went|made\s+it|got\s+there)\b",  # "none of us went in the end"
+    # "I'm not going to Sorrelbury after all", "We're not coming in October", "I'm not going."
+    rf"\b(?:[Ii]'m|[Ii]’m|[Ii] am|[Ww]e're|[Ww]e’re|[Ww]e are)\s+not\s+(?:going|coming)\b(?=\s*(?:[.!;:]|$)|\s+(?:to\s+"
+    rf"(?=(?-i:{CAP}))|in\s+(?:{_WHEN})\b|after\s+all\b|any\s*more\b))",
+    r"^\s*[Tt]here\s+(?:was|were)\s+no\s+(?P<thing>[\w'’-]+)\s+(?:in\s+the\s+end|after\s+all)\b",  # "no chalet"
+    # not before a later time: "The guesthouse won't open till next spring", "I won't open before next spring"
+    rf"(?:{_SUBJECT_PLAN}|\b(?:[Ii]|[Ww]e))\s+(?:won't|won’t|will\s+not)\s+(?:open|start|happen|go\s+ahead|take\s+"
+    rf"place)\s+(?:till|until|before)\s+(?:next\s+\w+|{_WHEN})",
     # the plan is no longer at its time: "the wedding isn't in December any more"
     rf"{_OFF_PLAN}\s+(?:isn't|isn’t|is\s+not|won't\s+be|won’t\s+be)\s+(?:in|on)\s+[^.!?;]*?\bany\s*more\b",
 ))
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"\b(?:off|back|forward|cancel|postpone|defer|shelve|scrap|withdrawn|through|never|didn|"
                   r"did not|dropped|ditched|moved|move|shift|rebook|brought|bring|abandon|hold|ice|dead|happen|now|"
-                  r"any\s*more|none of us)",
+                  r"any\s*more|none of us|next|won't|won’t|will not|instead|not going|not coming|there w)",
                   re.IGNORECASE)
 
 

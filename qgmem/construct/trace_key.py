@@ -55,8 +55,10 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  61 "Look at you, head chef at X!", "a man of leisure", "you've left the bank and ..."; 62 a habit told with the
 #  hours of work ("the early shift", "earlies", "for a living") is a job; 63 "for" before "now" tells no change
 #  only with a pronoun ("quiet for us now"; not "for the food bank now"), "let the class go on without me"; 64 a
-#  shift after a habit's place ("I work the chairlift, the early shift"), "my turn starts at one and ends at nine"
-TRACE_VERSION = 64
+#  shift after a habit's place ("I work the chairlift, the early shift"), "my turn starts at one and ends at nine";
+#  65 plans: "I'm not going (to X after all)", "Next summer now.", "going in December instead", "won't open till next
+#  spring", "the wedding's now the fourteenth of December", "we moved the wedding", "there was no chalet in the end"
+TRACE_VERSION = 65
 
 
 def trace_key_parts() -> list[str | int]:
