@@ -60,6 +60,16 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("In April I told them I was done with the barge.", Ending("the barge", True)),
     ("I've put the park behind me.", Ending("the park", True)),
     ("I left the chess club in October.", Ending("the chess club", True)),
+    # left, walked away, put down for good, let the membership lapse, parted, seen the last of, a last time
+    ("I've left it. Rehearsals were impossible.", Ending("it", True)),
+    ("I walked away in August, when they doubled the dues.", Ending("", True)),
+    ("So I stepped out at the start of August.", Ending("", True)),
+    ("Your brother says you've put the oar down for good.", Ending("the oar", True)),
+    ("I let my membership of the hill club lapse in April.", Ending("my membership of the hill club", True)),
+    ("I'm not in the chama any more.", Ending("the chama", True)),
+    ("The cooperative and I parted in January.", Ending("The cooperative", True)),
+    ("Your cousin tells me the orchestra has seen the last of you.", Ending("the orchestra", True)),
+    ("I haven't gone back since the concert; that was my last with them.", Ending("", True)),
 ])
 def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> None:
     assert leaving(sentence) == expected
@@ -78,6 +88,7 @@ def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> 
     "Let us all go to the pub.", "I put the kettle on behind me.",
     "I handed the salt over to her.", "She gave my book back yesterday.",  # a thing passed, no role given up
     "Let me go and check.", "Are you done with the scissors?",
+    "I left it in the car.", "I stepped out for a coffee.", "I put the phone down.",  # a thing left, an errand
     "We left the gym early.", "I left the house at six.",  # leaving a place
 ])
 def test_what_is_not_leaving(sentence: str) -> None:

@@ -9,11 +9,14 @@ with "I fence with the Greyfold club". A group can also end under its members: "
 September", "the band broke up", "the team carries on without me". The reading is of the sentence's grammar
 only, general English:
 - a person quits: "dropped it", "gave it up", "gave up the club", "packed it in", "stopped going", "stood down",
-  "stood down from the committee", "walked out of the club", "finished with the Owls", "withdrawn from the
-  race", "let the membership lapse", "didn't renew", "not a
-  member any more", "my last concert with them", "hung up his pads", "handed my folder back to the choir", "handed
-  the shop over to my cousin", "I'm done with greasepaint", "I've put the park behind me", "I left the book
-  group", or is let go ("the depot let me go in March");
+  "stood down from the committee", "walked out of the club", "finished with the Owls", "withdrawn from the race",
+  "let the membership lapse", "didn't renew", "not a member any more", "my last concert with them", "hung up his
+  pads", "handed my folder back to the choir", "handed the shop over to my cousin", "I'm done with greasepaint",
+  "I've put the park behind me", "I left the book group", "I've left it.", "I walked away in August", "you've put
+  the oar down for good", "I let my membership of the hill club lapse", "I'm not in the chama any more", "that was
+  my last with them", or is let go ("the depot let me go in March");
+- the group and the person part: "the cooperative and I parted in January", "the orchestra has seen the last of
+  you";
 - a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "closed in March", "...
   carries on without me", "I let the class go on without me".
 A bare quitting verb ("I dropped it", "I stopped") is read only when nothing but a time follows it ("in
@@ -40,7 +43,8 @@ _MONTH = "|".join(sorted(m.capitalize() for m in MONTHS))
 # what may follow a bare quitting verb: the sentence's end, or a time ("in October", "after six weeks")
 _SEASON = r"(?:spring|summer|autumn|fall|winter)"
 _TAIL = r"(?=\s*(?:[.,;:!)\-—–]|$)|\s+(?:" + "|".join((
-    rf"in\s+(?:{_MONTH}|the\s+(?:{_SEASON}|end|new year)|\d{{4}})", r"after\b", r"before\b", r"at\s+the\s+end\b",
+    rf"in\s+(?:{_MONTH}|the\s+(?:{_SEASON}|end|new year)|\d{{4}})", r"after\b", r"before\b",
+    r"at\s+the\s+(?:end|start|beginning)\b",
     r"last\b", rf"this\s+(?:year|month|week|{_SEASON})\b", r"(?:a\s+)?(?:few|couple)\b", r"(?:ages|a\s+while)\b",
     r"(?:years?|months?|weeks?)\s+ago", r"for\s+good\b", r"(?:when|because|once|though|too)\b",
     r"(?:altogether|completely)\b", r"as\s+well\b", r"mid-")) + "))"
@@ -49,7 +53,12 @@ _THING = r"(?P<thing>it|them|that|(?:(?:the|my|our|his|her|their)\s+)?(?:[\w'’
 # the thing between a verb and its particle: "gave it up", "given football up", "packed the Scouts in"
 _HELD = r"(?P<thing>it|them|that|(?:(?:the|my|our|his|her|their)\s+)?(?:[\w'’-]+\s+){0,2}?[\w'’-]+)"
 _QUIT = (
-    rf"(?:dropped|ditched|quit|quitted|chucked)\s+(?P<thing>it|them|that){_TAIL}",
+    rf"(?:dropped|ditched|quit|quitted|chucked|left)\s+(?P<thing>it|them|that){_TAIL}",  # "I've left it."
+    rf"(?:walked|stepped)\s+(?:away|out){_TAIL}",  # "I walked away in August", "I stepped out at the start of ..."
+    rf"put\s+{_HELD}\s+down\s+for\s+good\b",  # "you've put the oar down for good"
+    # the membership itself let go: "I let my membership of the mountain club lapse in April"
+    r"let\s+(?P<thing>(?:my|our|his|her|the)\s+membership\s+(?:of|at|with)\s+(?:the\s+)?(?:[\w'’-]+\s+){0,3}?[\w'’-]+)"
+    r"\s+(?:lapse|expire)\b",
     rf"(?:gave|given|give)\s+{_HELD}\s+up\b",
     rf"(?:packed|jacked|chucked|pack|jack|chuck)\s+{_HELD}\s+in\b",
     rf"(?:gave|given)\s+up\s+(?:on\s+)?{_THING}",
@@ -74,8 +83,18 @@ _QUITTING = tuple(re.compile(rf"{_SUBJECT}(?:{q})") for q in _QUIT)
 _NOT_RENEWED = re.compile(rf"{_SUBJECT}(?:didn't|didn’t|did not|never|haven't|haven’t)\s+renew(?:ed)?\b"
                           rf"(?:\s+(?:at|with)?\s*{_THING})?", re.IGNORECASE)
 _NO_MEMBER = re.compile(r"\b(?:(?:not|no longer) a member(?:\s+(?:any ?more|now))?(?!\s+of\b)"
-                        r"|not in (?:it|them) any ?more|no longer in (?:it|them))", re.IGNORECASE)
-_LAST_TIME = re.compile(r"\b(?:[Ii]|[Ww]e)\s+\w+\s+(?:my|our)\s+last\s+\w+\s+(?:with|for)\s+(?P<thing>them|it)\b")
+                        r"|not in (?:it|them) any ?more|no longer in (?:it|them)"
+                        r"|not in (?P<thing>(?:the|my|our)\s+(?:[\w'’-]+\s+){0,2}?[\w'’-]+) any ?more)",
+                        re.IGNORECASE)
+# the group and the speaker parted, or the group saw the last of them ("The cooperative and I parted in January",
+# "the angklung has seen the last of you")
+_A_GROUP = r"(?P<thing>(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){0,2}?[\w'’-]+)"
+_PARTED = re.compile(rf"{_A_GROUP}\s+and\s+I\s+(?:have\s+|'ve\s+|’ve\s+)?(?:parted|went\s+our\s+separate\s+"
+                     r"ways)\b")
+_SEEN_LAST = re.compile(rf"{_A_GROUP}\s+(?:has|'s|’s)\s+seen\s+the\s+last\s+of\s+(?:me|you|us)\b")
+_LAST_TIME = re.compile(r"\b(?:[Ii]|[Ww]e)\s+\w+\s+(?:my|our)\s+last\s+\w+\s+(?:with|for)\s+(?P<thing>them|it)\b"
+                        r"|\b(?:[Tt]hat|[Ii]t)\s+was\s+(?:my|our)\s+last(?:\s+\w+)?\s+(?:with|for)\s+"
+                        r"(?P<one>them|it)\b")  # "that was my last with them"
 _GROUP = (r"(?P<thing>[Tt]hey|[Ii]t|(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?:[\w'’-]+\s+){0,3}?[\w'’-]+"
           r"|(?!(?:I|We|You|He|She|This|That|There|Then|So|And|But|Yes|No|Oh|Well)\b)"
           rf"{CAP}[\w'’-]+(?:\s+{CAP}[\w'’-]+)*)")
@@ -99,12 +118,14 @@ _US = r"(?:me|us(?:\s+all)?|[a-z]+\s+of\s+us)"  # "us all", "all of us", "twenty
 _LET_GO = re.compile(rf"\b(?:let|laid)\s+{_US}\s+(?:go|off)\b|\blaid\s+off\s+{_US}\b")
 _DONE_WITH = re.compile(rf"\b(?:[Ii]|[Ww]e|[Yy]ou)(?:'m|’m|'re|’re| am| are| was| were)\s+(?:all\s+|so\s+)?"
                         r"done\s+with\s+(?P<thing>[^.,;:!?]*[^.,;:!?\s])")
-_PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LEFT, _LET_GO, _DONE_WITH)
+_PATTERNS = (*_QUITTING, _NOT_RENEWED, _NO_MEMBER, _LAST_TIME, _ENDED, _WITHOUT_ME, _LEFT, _LET_GO, _DONE_WITH, _PARTED,
+             _SEEN_LAST)
 # a word one of the patterns needs: most sentences have none and are passed over in one search
 _ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|stepped|stop|let |renew|member|not in|handed|"
                   r"walked|finished|withdr|pulled out|"
                   r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
-                  r"called it|knocked it|hung up|let me|let us|laid|done with|left|behind", re.IGNORECASE)
+                  r"called it|knocked it|hung up|let me|let us|laid|done with|left|behind|away|out|down|parted|"
+                  r"seen the last", re.IGNORECASE)
 
 
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos

@@ -57,8 +57,10 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  only with a pronoun ("quiet for us now"; not "for the food bank now"), "let the class go on without me"; 64 a
 #  shift after a habit's place ("I work the chairlift, the early shift"), "my turn starts at one and ends at nine";
 #  65 plans: "I'm not going (to X after all)", "Next summer now.", "going in December instead", "won't open till next
-#  spring", "the wedding's now the fourteenth of December", "we moved the wedding", "there was no chalet in the end"
-TRACE_VERSION = 65
+#  spring", "the wedding's now the fourteenth of December", "we moved the wedding", "there was no chalet in the end";
+#  66 groups left: "I've left it.", "walked away in August", "put the oar down for good", "let my membership of X
+#  lapse", "not in the chama any more", "the cooperative and I parted", "has seen the last of you", "my last with them"
+TRACE_VERSION = 66
 
 
 def trace_key_parts() -> list[str | int]:
