@@ -51,6 +51,8 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I've had a little house above the harbour since October.", Home(frozenset(), True)),
     ("You've moved! I saw the cottage up for sale.", Home(frozenset(), True)),
     ("I live here now, since October: we rent a room behind the hospital.", Home(frozenset(), True)),
+    ("Since November. A little terrace in Wickerby, with a garden.", Home(frozenset({"Wickerby"}), False)),
+    ("I've been staying with my grandmother in Ville Platte since May.", Home(frozenset({"Ville Platte"}), False)),
 ])
 def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     assert home(text) == expected
@@ -66,6 +68,7 @@ def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     "Nice that you found a place to unwind.", "It's like finding your own place in the world.",
     "I am, in a way.", "I sleep in on Sundays.", "I've had a good day since the match.",  # no dwelling
     "I packed my bag and moved on.", "We've a room for you if you need one.",
+    "I'm a Leeds fan now.", "I'm a different man now.", "A little help in Leeds would be nice.",
 ])
 def test_what_tells_no_home(text: str) -> None:
     assert home(text) is None
@@ -111,6 +114,12 @@ def test_a_move_told_twice_in_a_session_links_once() -> None:
 ])
 def test_being_in_a_named_place_now_is_a_weak_move(text: str, place: str) -> None:
     assert home(text) == Home(frozenset({place}), True, weak=True)
+
+
+@pytest.mark.parametrize("text", ["You're a Pokhara man now, your sister tells me.",
+                                  "My news: I'm a Mariehamn woman since December.", "In Lankaran since May."])
+def test_being_of_a_named_place_now_is_a_weak_move_without_a_name(text: str) -> None:
+    assert home(text) == Home(frozenset(), True, weak=True)
 
 
 @pytest.mark.parametrize("text", ["I'm in Lisbon this week for a conference.", "I'm at Legoland now!",

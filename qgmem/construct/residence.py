@@ -13,12 +13,12 @@ Row"), at a relative's for a while ("I've been at my sister's farm since May"), 
 terrace", "my new room in Fallowmere", "new address: ...", "we left the farm for a bungalow in Jessington", "she's
 back at Mum and Dad's", "I live here now"). Its value is the capitalised places after a preposition ("Lindell
 Court"). Being in a named place told as the present one is read weakly ("So you're out in Drummock Vale now!",
-"we've been in Cardiff since April", "you've gone over to Lowther Quay"): it may be a stay, so it changes a home
-told with a name and is no home to change; "my new address" is a move. Two statements of one person in different
-sessions are a change of home when the later one is a move to other places, or names places the earlier one does not
-(construct/named_state.py reads both attributes told with a name, this one and work). Not read, beside what that
-module says: a stay somewhere ("I'm in Paris this week": no dwelling, no verb of dwelling). General English, no
-benchmark or fixture vocabulary.
+"we've been in Cardiff since April", "you've gone over to Lowther Quay", "you're a Pokhara man now", "In Lankaran
+since May."): it may be a stay, so it changes a home told with a name and is no home to change; "my new address" is
+a move. Two statements of one person in different sessions are a change of home when the later one is a move to
+other places, or names places the earlier one does not (construct/named_state.py reads both attributes told with a
+name, this one and work). Not read, beside what that module says: a stay somewhere ("I'm in Paris this week": no
+dwelling, no verb of dwelling). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -85,11 +85,20 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}(?:{g.have} been|{g.be}\s+still)\s+at\s+(?:my|our|his|her|their)\s+{LETTER}+"
         rf"(?:['’]s\b|s['’](?!\w))"
         + (rf"|^\s*(?:(?:still|now)\s+)?in\s+(?:the|a|an|my|our|his|her|their)\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"
-           rf"|^\s*still\s+(?:in|on)\s+(?=(?-i:{CAP}))" if g.fragments else "")
+           rf"|^\s*still\s+(?:in|on)\s+(?=(?-i:{CAP}))"
+           # a dwelling with its place, as an answer ("A little terrace in Wickerslade, with a garden.")
+           rf"|^\s*(?:a|an)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at|near|by|above|over)\s+(?=(?-i:{CAP}))"
+           if g.fragments else "")
+        # staying with family a while ("I've been staying with my grandmother in Ville Platte since May")
+        + rf"|\b{s}{g.have}\s+been\s+staying\s+with\s+(?:my|our|his|her|their)\s+{LETTER}+"
         + rf"|\b{g.poss}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+(?:in|on|at)\s+(?=(?-i:{CAP}))",  # a name
         re.IGNORECASE)
     there_now = re.compile(
-        rf"\b{s}(?:{g.be}|{g.have} been)\s+"
+        # of a place now ("You're a Pokhara man now", "I'm a Mariehamn woman since December")
+        rf"\b{s}{g.be}\s+(?:now\s+)?an?\s+{_NAME}\s+(?:man|woman|girl|boy|lad|lass|person|resident)\b"
+        rf"(?=[^.!?;]*\b(?:now|since)\b)"
+        + (rf"|^\s*in\s+{_NAME}\s*,?\s*(?:now|since)\b" if g.fragments else "")  # "In Lankaran since May."
+        + rf"|\b{s}(?:{g.be}|{g.have} been)\s+"
         rf"(?:out\s+|over\s+|up\s+|down\s+|back\s+)?in\s+{_NAME}\s*(?:,\s*)?(?:now|since)\b"
         rf"|\b{s}{g.have}\s+(?:just\s+|finally\s+)?gone\s+(?:over|out|up|down|back)\s+to\s+{_NAME}"
         # news heard of someone: "Your mum says you're in Zeebrugge!", "I hear she's out in Tarsk"

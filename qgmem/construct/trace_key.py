@@ -59,8 +59,10 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  65 plans: "I'm not going (to X after all)", "Next summer now.", "going in December instead", "won't open till next
 #  spring", "the wedding's now the fourteenth of December", "we moved the wedding", "there was no chalet in the end";
 #  66 groups left: "I've left it.", "walked away in August", "put the oar down for good", "let my membership of X
-#  lapse", "not in the chama any more", "the cooperative and I parted", "has seen the last of you", "my last with them"
-TRACE_VERSION = 66
+#  lapse", "not in the chama any more", "the cooperative and I parted", "has seen the last of you", "my last with them";
+#  67 homes: "you're a Pokhara man now", "In Lankaran since May.", "A little terrace in X.", "been staying with my
+#  grandmother in X"
+TRACE_VERSION = 67
 
 
 def trace_key_parts() -> list[str | int]:
