@@ -31,7 +31,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("Yes, I'm still on Wagwell Row. The dryers keep me warm.", Home(frozenset({"Wagwell Row"}), False)),
     ("I'm still lodging with my aunt on Finchley Lane in Grantby.", Home(frozenset({"Finchley Lane", "Grantby"}), False)),
     ("We're still squeezed into Mum's spare room on Cobham Lane.", Home(frozenset({"Cobham Lane"}), False)),
-    ("I've been at my sister's farm in Wraybury since September.", Home(frozenset({"Wraybury"}), False)),
+    ("I've been at my sister's farm in Wraybury since September.", Home(frozenset({"Wraybury"}), True)),
     ("Since we left the farm for a bungalow in Jessop in January, I drive.", Home(frozenset({"Jessop"}), True)),
     ("New address for your book: 7 Glebe Close, Tivington.", Home(frozenset(), True)),
     ("I'm back with my parents' for a bit.", Home(frozenset(), True)),
@@ -52,7 +52,11 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("You've moved! I saw the cottage up for sale.", Home(frozenset(), True)),
     ("I live here now, since October: we rent a room behind the hospital.", Home(frozenset(), True)),
     ("Since November. A little terrace in Wickerby, with a garden.", Home(frozenset({"Wickerby"}), False)),
-    ("I've been staying with my grandmother in Ville Platte since May.", Home(frozenset({"Ville Platte"}), False)),
+    ("I've been staying with my grandmother in Ville Platte since May.", Home(frozenset({"Ville Platte"}), True)),
+    # held since a recent time: begun then (not since a year: an old home told)
+    ("Since November I've rented two rooms above the harbour in Rovinj.", Home(frozenset({"Rovinj"}), True)),
+    ("I've lived in Bathwick since May.", Home(frozenset({"Bathwick"}), True)),
+    ("I've lived in Bathwick since 1990.", Home(frozenset({"Bathwick"}), False)),
 ])
 def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     assert home(text) == expected

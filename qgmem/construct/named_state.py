@@ -58,6 +58,10 @@ THIRD_SUBJECT = (rf"(?:he|she|they|(?:my|your|our)\s+(?:(?:little|big|older|youn
 OTHER = Grammar(subject=THIRD_SUBJECT, be=r"(?:'s|’s| is|'re|’re| are)", have=r"(?:'s|’s| has|'ve|’ve| have)",
                 poss=r"(?:his|her|their)", obj=r"(?:him|her|them)", habit=THIRD_SUBJECT, fragments=False)
 SUBJECT, AUX = SELF.subject, SELF.aux
+# a recent time a state began from: "since May", "since the spring", "since the start of June" (not a year: "I've
+# been a nurse since 1990" tells an old state)
+SINCE = (rf"since\s+(?:the\s+(?:start|end|beginning|middle)\s+of\s+|the\s+|last\s+|early\s+|late\s+)?"
+         rf"(?:{'|'.join(sorted(MONTHS))}|spring|summer|autumn|fall|winter|new year)\b")
 _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwant to|\bwould|'d love|'d like|\bif\b|\bmight|\bhope)\b",
                       re.IGNORECASE)
 # a third person before the verb: the statement is about them (also read by construct/partner_status.py)

@@ -36,8 +36,9 @@ import re
 from functools import lru_cache
 
 from qgmem.construct.letters import CAP
-from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
-from qgmem.construct.state_cues import MONTHS, TIME_NAMES
+from qgmem.construct.named_state import (OTHER, SELF, SINCE, Grammar, NamedState, Patterns, read_named,
+                                        read_named_others)
+from qgmem.construct.state_cues import TIME_NAMES
 from qgmem.words import load_words
 
 # a place of work named by a common noun ("the boatyard", "my uncle's farm"; words/workplaces.txt)
@@ -69,9 +70,6 @@ _JUDGED = (r"(?!(?:good|great|better|best|bad|worse|worst|terrible|awful|decent|
            r"happy|proud|nervous|slow|fast|quick|careful|natural|born|fine|excellent|brilliant|hopeless|useless|"
            r"much|far|very|pretty|really|such|little|bit)\b)")
 _ROLE = rf"(?:{_JUDGED}[\w'’-]+\s+){{0,2}}?(?:{_OCCUPATIONS})s?\b"
-# a recent time it began from: "since May", "since the spring", "since the start of June"
-_SINCE = (rf"since\s+(?:the\s+(?:start|end|beginning|middle)\s+of\s+|the\s+|last\s+|early\s+|late\s+)?"
-          rf"(?:{'|'.join(sorted(MONTHS))}|spring|summer|autumn|fall|winter|new year)\b")
 # the hours of work: a shift, a rota, a living
 _WORK_TIME = (r"(?<!\bmy\s)(?<!\bour\s)(?<!\byour\s)"  # not "before my shift"
               r"(?:\b(?:(?:early|late|night|day|morning|evening|afternoon|split|double|long|[\w-]+-hour)\s+)?shifts?\b"
@@ -110,8 +108,8 @@ def _patterns(g: Grammar) -> Patterns:
         # an occupation with a mark of its beginning: "I'm a postman now", "since May I've been the cook", "you're
         # the new caretaker", "she became a midwife"
         rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+|finally\s+|officially\s+)?(?:a|an|the)\s+{_ROLE}"
-        rf"(?=[^.!?;]*?\b(?:now|these days|nowadays|{_SINCE}))"
-        rf"|(?:^|[:;])\s*{_SINCE}\s*,?\s+{s}(?:{g.be}|{g.have}\s+been)\s+(?:a\s+|an\s+|the\s+)?{_ROLE}"
+        rf"(?=[^.!?;]*?\b(?:now|these days|nowadays|{SINCE}))"
+        rf"|(?:^|[:;])\s*{SINCE}\s*,?\s+{s}(?:{g.be}|{g.have}\s+been)\s+(?:a\s+|an\s+|the\s+)?{_ROLE}"
         rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:now\s+)?the\s+new\s+{_ROLE}|\b{s}\s+became\s+(?:a|an|the)\s+{_ROLE}"
         + (rf"|^\s*look at you,?\s+(?:the\s+)?(?:new\s+)?{_ROLE}" if g.fragments else ""),  # "Look at you, head chef!"
         re.IGNORECASE)
@@ -143,7 +141,7 @@ def _patterns(g: Grammar) -> Patterns:
         # at work, or doing a thing, since a recent time ("I've been skippering a tour boat out of Roja since August",
         # "I've been in accounts since the start of November", "I'm teaching at the music school since January")
         rf"|\b{s}(?:{g.be}|{g.have}\s+been)\s+(?:{_NOT_WORK}(?!(?:do|get|learn|tr[yi]|think|feel|hop|plan)\w*\b)"
-        rf"[a-z]+ing|at|on|in|with|behind)\s+(?:[\w'’&-]+\s+){{1,8}}?{_SINCE}",
+        rf"[a-z]+ing|at|on|in|with|behind)\s+(?:[\w'’&-]+\s+){{1,8}}?{SINCE}",
         re.IGNORECASE)
     # a job ended: no job is a state too ("He retired in June", "she lost her job when the mill shut", "I'm a man of
     # leisure")
@@ -164,7 +162,7 @@ def _patterns(g: Grammar) -> Patterns:
                       + (r"|^\s*retired\b" if g.fragments else ""),  # "Retired, after forty years."
                       re.IGNORECASE)
     # a job held since a recent time began then ("I've been running the crane at the port since June")
-    begins = re.compile(rf"{begins.pattern}|(?:{holds.pattern})(?=[^.!?;]*?\b{_SINCE})"
+    begins = re.compile(rf"{begins.pattern}|(?:{holds.pattern})(?=[^.!?;]*?\b{SINCE})"
                         rf"|{shift_habit}(?=[^.!?;]*?\b(?:now|these days|nowadays)\b)", re.IGNORECASE)
     return Patterns(begins, holds, weak=now_habit, ends=ends)
 

@@ -10,15 +10,16 @@ the cottage at Penhallow Cross" -> "He's in Sedgecombe House now"): a verb of dw
 the launderette"), above a shop ("I'm still above the chemist"), still in a named place ("I'm still on Wagtail
 Row"), at a relative's for a while ("I've been at my sister's farm since May"), a dwelling of one's own with a place
 ("my flat on Bellhanger Street"), or a move ("moved in with my brother", "got the keys to a studio", "signed for a
-terrace", "my new room in Fallowmere", "new address: ...", "we left the farm for a bungalow in Jessington", "she's
-back at Mum and Dad's", "I live here now"). Its value is the capitalised places after a preposition ("Lindell
-Court"). Being in a named place told as the present one is read weakly ("So you're out in Drummock Vale now!",
-"we've been in Cardiff since April", "you've gone over to Lowther Quay", "you're a Pokhara man now", "In Lankaran
-since May."): it may be a stay, so it changes a home told with a name and is no home to change; "my new address" is
-a move. Two statements of one person in different sessions are a change of home when the later one is a move to
-other places, or names places the earlier one does not (construct/named_state.py reads both attributes told with a
-name, this one and work). Not read, beside what that module says: a stay somewhere ("I'm in Paris this week": no
-dwelling, no verb of dwelling). General English, no benchmark or fixture vocabulary.
+terrace", "my new room in Fallowmere", "new address: ...", "we left the farm for a bungalow in Jessington", a home
+held since a recent time: "since November I've rented two rooms above the harbour", "she's back at Mum and Dad's",
+"I live here now"). Its value is the capitalised places after a preposition ("Lindell Court"). Being in a named
+place told as the present one is read weakly ("So you're out in Drummock Vale now!", "we've been in Cardiff since
+April", "you've gone over to Lowther Quay", "you're a Pokhara man now", "In Lankaran since May."): it may be a stay,
+so it changes a home told with a name and is no home to change; "my new address" is a move. Two statements of one
+person in different sessions are a change of home when the later one is a move to other places, or names places the
+earlier one does not (construct/named_state.py reads both attributes told with a name, this one and work). Not read,
+beside what that module says: a stay somewhere ("I'm in Paris this week": no dwelling, no verb of dwelling). General
+English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import re
 from functools import lru_cache
 
 from qgmem.construct.letters import CAP, LETTER
-from qgmem.construct.named_state import OTHER, SELF, Grammar, NamedState, Patterns, read_named, read_named_others
+from qgmem.construct.named_state import (OTHER, SELF, SINCE, Grammar, NamedState, Patterns, read_named,
+                                        read_named_others)
 
 _DWELLING = (r"(?:flat|house|cottage|room|bedroom|bedsit|studio|bungalow|terrace|place|apartment|lodge|caravan|"
              r"houseboat|farmhouse|maisonette|digs|house share|home|floor|compound|"
@@ -105,6 +107,9 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b(?:says|said|tells me|told me|hear|heard)\s+(?:that\s+)?{s}{g.be}\s+(?:out\s+|over\s+|up\s+|down\s+)?"
         rf"in\s+{_NAME}\s*[!.]",
         re.IGNORECASE)
+    # a home held since a recent time began then ("Since November I've rented two rooms above the harbour")
+    move = re.compile(rf"{move.pattern}|(?:{stay.pattern})(?=[^.!?;]*?\b{SINCE})|\b{SINCE}\s*,?\s+(?:{stay.pattern})",
+                      re.IGNORECASE)
     return Patterns(move, stay, weak=there_now)
 
 

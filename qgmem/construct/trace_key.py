@@ -61,8 +61,8 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  66 groups left: "I've left it.", "walked away in August", "put the oar down for good", "let my membership of X
 #  lapse", "not in the chama any more", "the cooperative and I parted", "has seen the last of you", "my last with them";
 #  67 homes: "you're a Pokhara man now", "In Lankaran since May.", "A little terrace in X.", "been staying with my
-#  grandmother in X"
-TRACE_VERSION = 67
+#  grandmother in X"; 68 a home held since a recent time ("since November I've rented two rooms") is a move
+TRACE_VERSION = 68
 
 
 def trace_key_parts() -> list[str | int]:
