@@ -61,6 +61,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("We moved the wedding, by the way.", Ending("the wedding", True)),
     ("The guesthouse won't open till next spring.", Ending("The guesthouse", True)),
     ("There was no chalet in the end, I'm afraid.", Ending("chalet", True)),
+    ("We didn't go up in July; his knee was bad.", Ending("", True)),
 ])
 def test_a_plan_called_off_or_put_back_is_read(sentence: str, expected: Ending) -> None:
     assert called_off(sentence) == expected

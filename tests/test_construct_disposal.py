@@ -79,6 +79,7 @@ from tests.test_construct_turn_changes import SMALL_TALK, _changed, _chat, _link
     ("The skiff has been his since the floods came in May.", Disposal("The skiff", False)),
     ("My cousin in the valley has had it since April.", Disposal("it", True)),
     ("She went to my brother as his wedding gift in May.", Disposal("her", True)),
+    ("In June I passed it on to him for half of what it cost.", Disposal("it", True)),
     ("The cart and both mules were sold in February.", Disposal("both mules", False)),
     ("I sold all my hives to the association in December.", Disposal("all my hives", False)),
 ])

@@ -70,6 +70,9 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("The cooperative and I parted in January.", Ending("The cooperative", True)),
     ("Your cousin tells me the orchestra has seen the last of you.", Ending("the orchestra", True)),
     ("I haven't gone back since the concert; that was my last with them.", Ending("", True)),
+    ("I bowed out of the choir after the carol service.", Ending("the choir", True)),
+    ("I handed in my rope to the band in January.", Ending("my rope", True)),
+    ("I withdrew my membership in June; the dues went up.", Ending("my membership", True)),
 ])
 def test_leaving_a_group_or_pastime_is_read(sentence: str, expected: Ending) -> None:
     assert leaving(sentence) == expected

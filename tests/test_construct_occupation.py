@@ -44,6 +44,7 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("We set up our own firm in May.", set(), True),
     ("I'm training as a turbine technician with Quarrow Renewables.", {"Quarrow Renewables"}, True),
     ("I left the wheel in June; the forestry office hired me as a ranger.", set(), True),
+    ("Behind a desk. The port office in Khasab hired me in March.", set(), True),
     ("I left the bank in May and went into business with my cousin.", set(), True),
     ("I've hung up the apron: since November I'm assistant pharmacist at the chemist's.", set(), True),
     ("Look at you, head chef at the Ostler's Table!", {"Ostler's Table"}, True),

@@ -56,6 +56,9 @@ from test_construct_turn_changes import _changed, _chat
     ("I hear you've got a new man, a roofer.", SEEING, None),
     ("I asked her to marry me on the pier in July, and she said yes.", ENGAGED, None),
     ("Guess what: Tavish and I had our wedding in July, in his village.", MARRIED, "Tavish"),
+    ("Edidiong and I have gone our different ways; she returned my ring.", SINGLE, "Edidiong"),
+    ("And guess what: I have a fiancé.", ENGAGED, None),
+    ("My sister heard that you and Halima aren't getting married after all.", SINGLE, None),
     ("I'm going out with Oriel tonight.", None, None), ("I'm seeing Oriel on Friday.", None, None),  # outings
 ])
 def test_a_status_is_read_with_its_value_and_named_partner(text: str, value: str | None, partner: str | None) -> None:
@@ -92,6 +95,10 @@ def test_another_value_or_partner_differs_and_the_same_one_told_again_does_not()
     assert Status(SEEING, "Rufus").differs(Status(SEEING, "Ilse"))
     assert not Status(SEEING, None).differs(Status(SEEING, "Ilse"))  # an unnamed partner may be the same one
     assert not Status(SINGLE, None).differs(Status(SINGLE, "Tobiah"))
+    # a partner told after an ending in the same turn is a new one, named or not
+    after = partner_status("Clareta and I finished in May. Since June I've been courting a schoolteacher.")
+    assert after == Status(SEEING, None, after_end=True) and after.differs(Status(SEEING, None))
+    assert partner_status("We've been courting since June.") == Status(SEEING, None)  # no ending before it
 
 
 SINGLE_TURN = (1, 1, "Wenonah", "Wenonah", "be", "happy",

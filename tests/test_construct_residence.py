@@ -55,6 +55,9 @@ from tests.test_construct_turn_changes import _changed, _chat
     ("I've been staying with my grandmother in Ville Platte since May.", Home(frozenset({"Ville Platte"}), True)),
     # held since a recent time: begun then (not since a year: an old home told)
     ("Since November I've rented two rooms above the harbour in Rovinj.", Home(frozenset({"Rovinj"}), True)),
+    ("I've moved away. I'm in Oron now, in a bungalow near the beach.", Home(frozenset({"Oron"}), True)),
+    ("I took the ground floor of an old schoolhouse in Ramsloh.", Home(frozenset({"Ramsloh"}), True)),
+    ("Since January I've had a room over a noodle shop in Nyaung town.", Home(frozenset({"Nyaung"}), True)),
     ("I've lived in Bathwick since May.", Home(frozenset({"Bathwick"}), True)),
     ("I've lived in Bathwick since 1990.", Home(frozenset({"Bathwick"}), False)),
 ])
@@ -72,7 +75,7 @@ def test_a_home_is_read_with_its_places(text: str, expected: Home) -> None:
     "Nice that you found a place to unwind.", "It's like finding your own place in the world.",
     "I am, in a way.", "I sleep in on Sundays.", "I've had a good day since the match.",  # no dwelling
     "I packed my bag and moved on.", "We've a room for you if you need one.",
-    "I'm a Leeds fan now.", "I'm a different man now.", "A little help in Leeds would be nice.",
+    "I'm a Leeds fan now.", "I'm a different man now.", "A little help in Leeds would be nice.", "I took the bus.",
 ])
 def test_what_tells_no_home(text: str) -> None:
     assert home(text) is None

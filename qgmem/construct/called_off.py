@@ -15,8 +15,8 @@ never made it to Porto". The reading is of the sentence's grammar only, general 
   spring", "isn't in December any more", "we've put the extension on hold", "X's been cancelled / postponed /
   withdrawn", "X fell through", "it never happened", "it didn't happen";
 - the plan did not happen: "we never made it to X", "we didn't go to X" (a name: not "to the gym"), "I never went to
-  X", "we didn't go in September", "I never went.", "none of us went in the end", "I'm not going to X after all",
-  "we're not coming in October", "there was no chalet in the end";
+  X", "we didn't go (up) in September", "I never went.", "none of us went in the end", "I'm not going to X after
+  all", "we're not coming in October", "there was no chalet in the end";
 - a verb that ends or moves a plan with a pronoun object or none ("we've cancelled", "I deferred it"), or
   drops a plan noun ("we've dropped the Orkney idea").
 When the plan is a pronoun, a common noun or nothing, it is what the turn or the question just before it
@@ -107,7 +107,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
 # the plan did not happen: the negation is the reading here, not a negated one
 _NOT_DONE = tuple(re.compile(p) for p in (
     rf"{_SUBJECT_PLAN}\s+(?:never\s+happened|(?:didn't|didn’t|did\s+not)\s+happen)\b",
-    r"\b(?:[Ii]|[Ww]e)\s+(?:never|didn't|didn’t|did not)\s+(?:go|make it|made it|get|got)\s+"
+    r"\b(?:[Ii]|[Ww]e)\s+(?:never|didn't|didn’t|did not)\s+(?:go|make it|made it|get|got)\s+(?:up\s+|out\s+|down\s+)?"
     rf"(?:to\s+(?=(?-i:{CAP}))|there\b|in\s+the\s+end\b|after\s+all\b|in\s+(?:{_WHEN})\b)",  # "didn't go in May"
     rf"\b(?:[Ii]|[Ww]e)\s+never\s+went\s+to\s+(?=(?-i:{CAP}))",  # "I never went to Ouagadougou."
     r"^\s*(?:[Ii]|[Ww]e)\s+never\s+went(?=\s*[.!;]|$)",  # "I never went." (what the question before names)

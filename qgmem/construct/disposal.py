@@ -1,26 +1,26 @@
 """A thing leaving its owner, told in a sentence (for construct/turn_changes.py).
 
-Why: an ownership ends in words the old state does not use, and the thing itself is mostly a pronoun or left
-out, because the other speaker has just named it: "And the motorbike?" -> "Sold in March."; "Where's the
-tandem?" -> "We sold it."; "How's the Vespa?" -> "It belongs to my nephew now.". So the rule extractor keeps no
-claim of it ("sold it" names nothing) and the turn shares no word with "I've still got the old tandem". The
-reading here is of the sentence's grammar only, general English: the owner sells, scraps, gives the thing away
-or lets someone have it ("we sold it", "I got rid of the car", "gave him away", "gave him to my nephew", "gave it to
-him", "I let her go in August to a teacher", "we rehomed her", "traded the Renault in", "I let them have her", "I let
-my brother buy it"), or is paid for it ("a breeder paid me well for her", "I took his money for it", "I let it go
-for a school fee"), or the thing goes to someone or somewhere, or is no longer the owner's ("the Volvo went to the
-scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt's", "she went to my brother as his wedding gift", "it
-belongs to my nephew", "the canoe is my wife's brother's now", "the skiff has been his since May", "the Velmont paid
-for the new roof", "my bike was stolen", "the upright was collected by a school", "the Puffin has a new owner", "the
-grocery has new owners", "Kipper lives on a farm now", "she's not mine any more"), or someone takes it away or has it
-now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with your records",
-"somebody nicked it", "a neighbour took the freezer off my hands", "my brother has it now", "my cousin has had it
-since April", "a riding school bought her off me", "a couple from Pendeen bought it", "a school took it", "the scouts
-have it").
-Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell it"), a person going
-somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names), the speaker having it ("I
-have it now"). When a pronoun names the thing and no word of the dialogue does ("We sold it in July."), it is what
-the same person last said they had (`holding`: "We still have it, yes.", "I've got two rabbits"; `held_before`).
+Why: an ownership ends in words the old state does not use, and the thing itself is mostly a pronoun or left out,
+because the other speaker has just named it: "And the motorbike?" -> "Sold in March."; "Where's the tandem?" -> "We
+sold it."; "How's the Vespa?" -> "It belongs to my nephew now.". So the rule extractor keeps no claim of it ("sold
+it" names nothing) and the turn shares no word with "I've still got the old tandem". The reading here is of the
+sentence's grammar only, general English: the owner sells, scraps, gives the thing away or lets someone have it ("we
+sold it", "I got rid of the car", "gave him away", "gave him to my nephew", "gave it to him", "I passed it on to
+him", "I let her go in August to a teacher", "we rehomed her", "traded the Renault in", "I let them have her", "I
+let my brother buy it"), or is paid for it ("a breeder paid me well for her", "I took his money for it", "I let it
+go for a school fee"), or the thing goes to someone or somewhere, or is no longer the owner's ("the Volvo went to
+the scrapyard", "it's gone for scrap", "Pilchard's gone to my aunt's", "she went to my brother as his wedding gift",
+"it belongs to my nephew", "the canoe is my wife's brother's now", "the skiff has been his since May", "the Velmont
+paid for the new roof", "my bike was stolen", "the upright was collected by a school", "the Puffin has a new owner",
+"the grocery has new owners", "Kipper lives on a farm now", "she's not mine any more"), or someone takes it away or
+has it now ("a couple drove the Dandelion away", "came for it with a trailer", "a dealer drove off with your
+records", "somebody nicked it", "a neighbour took the freezer off my hands", "my brother has it now", "my cousin has
+had it since April", "a riding school bought her off me", "a couple from Pendeen bought it", "a school took it",
+"the scouts have it"). Not read: questions, negated sentences ("I'd never sell it"), a wish ("I want to sell it"), a
+person going somewhere ("we went to the coast"; "he went to" is a person, so only "it" and names), the speaker
+having it ("I have it now"). When a pronoun names the thing and no word of the dialogue does ("We sold it in
+July."), it is what the same person last said they had (`holding`: "We still have it, yes.", "I've got two rabbits";
+`held_before`).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"\b(?:[Ii]|[Ww]e)\s+took\s+(?:his|her|their|the)\s+(?:\w+\s+)?money\s+for\s+(?P<thing>it|him|her|them)\b",
     r"\bpaid\s+(?:me|us)\s+(?:\w+\s+)?for\s+(?P<thing>it|him|her|them)\b",
     rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?let\s+{_THING}\s+go\s+for\b",
+    rf"\b(?:[Ii]|[Ww]e)(?:'ve|’ve| have| had)?\s+(?:just\s+|finally\s+)?passed\s+{_THING}\s+on\s+to\b",  # "on to him"
     r"^\s*(?:[Ss]old|[Ss]crapped|[Ss]tolen|[Nn]icked)\b(?!\s+out)",  # "Sold in March." (the thing left out)
     r"^\s*(?:[Bb]ought|[Tt]aken|[Cc]ollected|[Tt]owed)\s+(?:away\s+)?by\b",  # "Bought by a shepherd in July."
     r"^\s*(?:[Tt]aken|[Ss]tolen|[Nn]icked)\s+from\s+outside\b",  # "Taken from outside the market in March."
@@ -114,7 +115,8 @@ _NEGATED = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bwon't|\bwould|\bwant to|\bm
 _ANY = re.compile(r"sold|scrapped|stolen|let|collected|bought|towed|taken|mine|ours|rid of|traded|exchanged|gave|"
                   r"given|gone|went|belong|paid for|away|came|stole|nicked|pinched|swiped|written off|new owner|"
                   r"off with|hands|(?:it|him|her|them)\s+now|ha(?:s|ve)\s+it\b|rehomed|re-homed|donated|lives|"
-                  r"swapped|took|adopted|disappeared|vanished|missing|now|since|paid|gift|present", re.IGNORECASE)
+                  r"swapped|took|adopted|disappeared|vanished|missing|now|since|paid|gift|present|passed",
+                  re.IGNORECASE)
 
 
 @dataclass(frozen=True)

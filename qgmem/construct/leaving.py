@@ -14,7 +14,8 @@ only, general English:
   pads", "handed my folder back to the choir", "handed the shop over to my cousin", "I'm done with greasepaint",
   "I've put the park behind me", "I left the book group", "I've left it.", "I walked away in August", "you've put
   the oar down for good", "I let my membership of the hill club lapse", "I'm not in the chama any more", "that was
-  my last with them", or is let go ("the depot let me go in March");
+  my last with them", "I bowed out of the choir", "I handed in my rope to the band", "I withdrew my membership", or
+  is let go ("the depot let me go in March");
 - the group and the person part: "the cooperative and I parted in January", "the orchestra has seen the last of
   you";
 - a group ends: "<the group> folded / disbanded / broke up / wound up / went under", "closed in March", "...
@@ -55,6 +56,10 @@ _HELD = r"(?P<thing>it|them|that|(?:(?:the|my|our|his|her|their)\s+)?(?:[\w'’-
 _QUIT = (
     rf"(?:dropped|ditched|quit|quitted|chucked|left)\s+(?P<thing>it|them|that){_TAIL}",  # "I've left it."
     rf"(?:walked|stepped)\s+(?:away|out){_TAIL}",  # "I walked away in August", "I stepped out at the start of ..."
+    rf"bowed\s+out(?:\s+of\s+{_THING})?",  # "I bowed out of the choir after the carol service"
+    # "I handed in my rope to the band"
+    r"handed\s+in\s+(?P<thing>(?:my|his|her|our)\s+(?:[\w'’-]+\s+)?[\w'’-]+)\s+to\s+(?:the|our|my)\b",
+    r"(?:withdrew|withdrawn|cancelled|canceled|surrendered|gave\s+up)\s+(?P<thing>(?:my|our|his|her)\s+membership)\b",
     rf"put\s+{_HELD}\s+down\s+for\s+good\b",  # "you've put the oar down for good"
     # the membership itself let go: "I let my membership of the mountain club lapse in April"
     r"let\s+(?P<thing>(?:my|our|his|her|the)\s+membership\s+(?:of|at|with)\s+(?:the\s+)?(?:[\w'’-]+\s+){0,3}?[\w'’-]+)"
@@ -125,7 +130,7 @@ _ANY = re.compile(r"drop|ditch|quit|chuck|gave|given|give|pack|jack|stood|steppe
                   r"walked|finished|withdr|pulled out|"
                   r"longer in|last|fold|disband|broke|split|wound|closed|shut|under|bust|apart|without|"
                   r"called it|knocked it|hung up|let me|let us|laid|done with|left|behind|away|out|down|parted|"
-                  r"seen the last", re.IGNORECASE)
+                  r"seen the last|bowed|membership", re.IGNORECASE)
 
 
 @lru_cache(maxsize=200_000)  # sentences as keys, as turn_changes.py's memos

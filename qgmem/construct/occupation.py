@@ -11,23 +11,23 @@ Pell & Marsh", "I'm still on the grill at the Tallowmere Bistro"), a habit in th
 ("Thirty-eight years I've driven for Brigstock Coaches"), a habit with the hours of work ("I weigh fish at the
 cooperative, the early shift", "I ice cakes for a living"), or a beginning ("I've trained as a phlebotomist at ...",
 "I took a job as a finance analyst at ...", "I've been taken on full-time at ...", "the vets took me on as a
-trainee", "the forestry office hired me as a ranger", "I went into business with my cousin", "the hotel made me
-assistant manager", "I've started an apprenticeship with ...", "signed on as a deckhand", "I'm training as a ...",
-"I opened my own little shop in ..."; a job held since a recent time: "I've been running the crane at the port since
-June"), or an occupation (words/occupations.txt) with a mark of its beginning ("I'm a postman now, since May",
-"Since December I'm the practice manager", "you're the new caretaker", "she became a midwife"). An occupation alone
-("I'm a freelance illustrator") is a job with no value: a beginning or an end changes it, it changes nothing. Its
-value is the capitalised names after "at", "for", "with" or "in", else the noun of a place of work
-(words/workplaces.txt: "I milk cows at my uncle's farm", "he drives a gritter for the council"; not an errand there:
-"I buy bread at the bakery"). A habit with no named organisation is read only as the present one, weakly ("I operate
-one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it changes a job told with a
-name (not one told only by a common noun) and is no job to change. A job ended with nothing after it ("I retired in
-June", "he lost his job", "she was made redundant", "I'm still unemployed", "you've left the bank and ...", the
-tools of a trade hung up for good: "I hung up my hard hat in July") is a value too: it changes a job, and a job
-after it changes it; told twice it is one change. Not read, beside what construct/named_state.py says: such a habit
-without "now" ("I drive the airport shuttle"), the past ("I met her at Rook's"), going, shopping or eating somewhere
-("I shop at Lidl"), learning, trying or doing ("I'm learning the cello now"). General English, no benchmark or
-fixture vocabulary.
+trainee", "the forestry office hired me as a ranger", "the port office hired me in March", "I went into business
+with my cousin", "the hotel made me assistant manager", "I've started an apprenticeship with ...", "signed on as a
+deckhand", "I'm training as a ...", "I opened my own little shop in ..."; a job held since a recent time: "I've been
+running the crane at the port since June"), or an occupation (words/occupations.txt) with a mark of its beginning
+("I'm a postman now, since May", "Since December I'm the practice manager", "you're the new caretaker", "she became
+a midwife"). An occupation alone ("I'm a freelance illustrator") is a job with no value: a beginning or an end
+changes it, it changes nothing. Its value is the capitalised names after "at", "for", "with" or "in", else the noun
+of a place of work (words/workplaces.txt: "I milk cows at my uncle's farm", "he drives a gritter for the council";
+not an errand there: "I buy bread at the bakery"). A habit with no named organisation is read only as the present
+one, weakly ("I operate one of the cranes now", "Since June I drive the bakery van"): it may be a pastime, so it
+changes a job told with a name (not one told only by a common noun) and is no job to change. A job ended with
+nothing after it ("I retired in June", "he lost his job", "she was made redundant", "I'm still unemployed", "you've
+left the bank and ...", the tools of a trade hung up for good: "I hung up my hard hat in July") is a value too: it
+changes a job, and a job after it changes it; told twice it is one change. Not read, beside what
+construct/named_state.py says: such a habit without "now" ("I drive the airport shuttle"), the past ("I met her at
+Rook's"), going, shopping or eating somewhere ("I shop at Lidl"), learning, trying or doing ("I'm learning the cello
+now"). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def _patterns(g: Grammar) -> Patterns:
         rf"(?:job|apprenticeship|traineeship|role|post|position)\b)"
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)*(?:took|taken|got|landed|accepted)\s+(?:a|the)\s+(?:new\s+)?"
         rf"(?:[\w'’-]+\s+)?(?:job|role|post|position)\b"
-        rf"|\b(?:taken on|took {g.obj} on|taking {g.obj} on|got taken on|been hired|got hired|hired {g.obj} as)\b"
+        rf"|\b(?:taken on|took {g.obj} on|taking {g.obj} on|got taken on|been hired|got hired"
+        rf"|hired {g.obj}\s+(?:as|in|last|on|to|at|for))\b"
         rf"|\b{s}{aux}\s+(?:\w+\s+){{0,8}}?(?:went|gone|going)\s+into\s+business\b"  # "... and went into business"
         rf"|\b(?:{s}{aux}\s+|and\s+)(?:just\s+|now\s+)?signed\s+on\s+(?:as|with|at)\b"  # "and signed on as a"
         rf"|\b(?:made|promoted) {g.obj}\s+(?:to\s+)?(?:an?\s+|the\s+)?(?:[\w'’-]+\s+)?"
@@ -135,7 +136,7 @@ def _patterns(g: Grammar) -> Patterns:
         re.IGNORECASE)
     now_habit = re.compile(
         rf"\b{s}{g.be}?\s+(?:also\s+)?{_NOT_WORK}(?!(?:do|get|learn|send|spend|tr[yi]|tak|"
-        rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<![^e]ed)\s+(?:[\w'’&-]+\s+){{1,8}}?"
+        rf"start|keep|want|need|think|know|feel|hop|plan)\w*\b)[a-z]+(?<![^e]ed)\s+(?:[\w'’&-]+\s+){{1,10}}?"
         rf"(?<!right\s)(?<!just\s)(?<!for\s)(?:now|these days|nowadays)\b"
         rf"|(?:^|[:;]\s*)\s*since\s+(?:the\s+\w+\s+of\s+)?\w+\s*,?\s+{s}(?:{g.have})?\s+{_NOT_WORK}[a-z]+(?<![^e]ed)\b"
         # at work, or doing a thing, since a recent time ("I've been skippering a tour boat out of Roja since August",

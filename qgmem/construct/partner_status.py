@@ -11,16 +11,17 @@ or lasting: "I'm going out with Tavish, the boat builder", "I'm seeing Oriel now
 Anna tonight"), engaged ("popped the question", "my fiancé", "I asked her to marry me"), married ("tied the knot",
 "X and I had our wedding", "my husband"). Two statements of one person in different sessions with different values,
 or with different named partners, are a change of that person's relationship state; the same value told again
-("still together") is not, nor together after married with no partner named. `partner_status` reads statements about
-the speaker ("I", "we", "X and I") or, in a turn that speaks to the other person only, about them ("you're going out
-with ..."); `statuses_of_others` those about third persons (construct/holders.py says who): a sister's marriage is
-her state, not the speaker's. General English, no benchmark or fixture vocabulary.
+("still together") is not, nor together after married with no partner named; a partner told after an ending in the
+same turn is a new one ("X and I finished in May. Since June I've been courting a schoolteacher"). `partner_status`
+reads statements about the speaker ("I", "we", "X and I") or, in a turn that speaks to the other person only, about
+them ("you're going out with ..."); `statuses_of_others` those about third persons (construct/holders.py says who):
+a sister's marriage is her state, not the speaker's. General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from qgmem.construct.letters import CAP, LETTER, NAME
@@ -36,7 +37,9 @@ _TITLE = r"(?!(?:Dr|Mr|Mrs|Ms|Miss|She|He|They|We)\b)"  # no partner: "seeing Dr
 _BE3 = r"(?:(?<=\w)(?:'s|’s)|\b(?:he|she|they)(?:'re|’re)|\bis|\bare)"
 # (value, pattern) in the order they are tried: an ending or an engagement says more than "together"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.IGNORECASE)) for v, p in (
-    (SINGLE, r"\b(?:split up|broke up|broken up|broke it off|broken it off|separated|divorced|separate ways"
+    (SINGLE, r"\b(?:split up|broke up|broken up|broke it off|broken it off|separated|divorced"
+             r"|(?:separate|different) ways"
+             r"|(?:aren't|aren’t|are not|isn't|isn’t|is not|not)\s+getting\s+married\s+after\s+all"
              r"|finished things|the divorce|called it quits)\b|\b(?:went|gone|go|going) (?:our|their) own ways\b"
              rf"|\bfinished with (?:him|her|them|(?-i:{NAME}))\b"
              rf"|\bgave (?:him|her|(?-i:{NAME})) (?:the|his|her|back the) ring(?: back)?\b"
@@ -55,7 +58,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((v, re.compile(p, re.
     (ENGAGED, rf"(?:\b(?:we're|we are|i'm|i am|you're|you are|got|just got|we got|we've got|(?:you|\w+) and "
               rf"(?:i|\w+) (?:are|'re|’re))|{_BE3})\s+(?:now\s+)?engaged\b"
               rf"|\bproposed to (?:me|him|her|(?-i:{NAME}))\b|\bpopped the question\b"  # not "proposed a rota"
-              rf"|\basked (?:him|her|(?-i:{NAME})) to marry (?:me|him|her)\b"),
+              rf"|\basked (?:him|her|(?-i:{NAME})) to marry (?:me|him|her)\b"
+              r"|\b(?:i|we)\s+(?:have|'ve got|’ve got)\s+a\s+(?:fiancée|fiancé|fiancee|fiance)\b"),  # "I have a fiancé"
     (MARRIED, rf"(?:\b(?:getting|got|been|we're|we are|i'm|i am|you're|you are|were)|{_BE3})\s+(?:still\s+)?married\b"
               rf"|\bmarried (?=(?-i:{CAP}))"  # not "want to get married"; "she married Cornelius"
               r"|\bmarried\s+(?:for\s+)?(?:\w+[\s-]+){0,2}years\b"  # "muddling along, married twelve years"
@@ -106,10 +110,15 @@ _ANY = re.compile(r"split|broke|separate|divorce|finished|parted|ended it|single
 class Status:
     value: str  # SINGLE | SEEING | ENGAGED | MARRIED
     partner: str | None  # a partner named in the sentence, when one is
+    after_end: bool = False  # told after an ending in the same turn ("X and I finished in May. Since June I've been
+    # courting a schoolteacher"): a new partner
 
     def differs(self, earlier: Status) -> bool:
-        """A change of status: another value, or the same value with another named partner. Together after married,
-        with no partner named, is no change ("my husband" ... "we've been together ten years")."""
+        """A change of status: another value, or the same value with another named partner, or a new partner told
+        after an ending. Together after married, with no partner named, is no change ("my husband" ... "we've been
+        together ten years")."""
+        if self.after_end and self.value != SINGLE:
+            return True
         if self.value != earlier.value and not (earlier.value == MARRIED and self.value == SEEING and not self.partner):
             return True
         return self.value != SINGLE and None not in (self.partner, earlier.partner) and self.partner != earlier.partner
@@ -125,7 +134,9 @@ def partner_status(text: str) -> Status | None:
         if m.group(0)[:3].lower() == "my ":
             first = m.start()  # "my girlfriend Kadri": the speaker's
         if first >= 0 and first >= max((x.start() for x in THIRD.finditer(sentence[:m.start()])), default=-1):
-            found = status  # else the nearest subject is not the speaker: "I think she's seeing someone"
+            # else the nearest subject is not the speaker: "I think she's seeing someone"
+            ended = found is not None and (found.value == SINGLE or found.after_end) and status.value != SINGLE
+            found = replace(status, after_end=True) if ended else status
     return found
 
 

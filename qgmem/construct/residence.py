@@ -11,15 +11,15 @@ the launderette"), above a shop ("I'm still above the chemist"), still in a name
 Row"), at a relative's for a while ("I've been at my sister's farm since May"), a dwelling of one's own with a place
 ("my flat on Bellhanger Street"), or a move ("moved in with my brother", "got the keys to a studio", "signed for a
 terrace", "my new room in Fallowmere", "new address: ...", "we left the farm for a bungalow in Jessington", a home
-held since a recent time: "since November I've rented two rooms above the harbour", "she's back at Mum and Dad's",
-"I live here now"). Its value is the capitalised places after a preposition ("Lindell Court"). Being in a named
-place told as the present one is read weakly ("So you're out in Drummock Vale now!", "we've been in Cardiff since
-April", "you've gone over to Lowther Quay", "you're a Pokhara man now", "In Lankaran since May."): it may be a stay,
-so it changes a home told with a name and is no home to change; "my new address" is a move. Two statements of one
-person in different sessions are a change of home when the later one is a move to other places, or names places the
-earlier one does not (construct/named_state.py reads both attributes told with a name, this one and work). Not read,
-beside what that module says: a stay somewhere ("I'm in Paris this week": no dwelling, no verb of dwelling). General
-English, no benchmark or fixture vocabulary.
+held since a recent time: "since November I've rented two rooms above the harbour", "I've moved away", "I took the
+ground floor of an old schoolhouse", "she's back at Mum and Dad's", "I live here now"). Its value is the capitalised
+places after a preposition ("Lindell Court"). Being in a named place told as the present one is read weakly ("So
+you're out in Drummock Vale now!", "we've been in Cardiff since April", "you've gone over to Lowther Quay", "you're
+a Pokhara man now", "In Lankaran since May."): it may be a stay, so it changes a home told with a name and is no
+home to change; "my new address" is a move. Two statements of one person in different sessions are a change of home
+when the later one is a move to other places, or names places the earlier one does not (construct/named_state.py
+reads both attributes told with a name, this one and work). Not read, beside what that module says: a stay somewhere
+("I'm in Paris this week": no dwelling, no verb of dwelling). General English, no benchmark or fixture vocabulary.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _patterns(g: Grammar) -> Patterns:
     s, aux = g.subject, g.aux
     move = re.compile(
         rf"\b{s}{aux}\s+(?:just\s+|finally\s+|recently\s+|now\s+|all\s+)*(?:moved|moving|moves|relocated)\s+"
-        rf"(?:in|into|to|up|down|out|back|over|across|house)\b"
+        rf"(?:in|into|to|up|down|out|back|over|across|house|away)\b"
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)?moved\s*!"  # "You've moved! I saw the cottage up for sale."
         rf"|\b{s}\s+(?:live|lives|living)\s+(?:here|there)\s+now\b"  # "I live here now, since October"
         # the second verb of one subject ("I took a job at the boatyard and moved up here in October")
@@ -57,6 +57,8 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}{aux}\s+(?:just\s+|finally\s+|now\s+)*(?:got|bought|found|signed for|took|taken)\s+"
         rf"(?:the keys to\s+)?(?:a|an|{g.poss} own|{g.poss}|a little|a new)\s+(?:[\w'’-]+\s+){{0,2}}?"
         rf"{_DWELLING}\b(?!\s+to\b)"  # not "found a place to chill"
+        # "I took the ground floor of an old schoolhouse"
+        rf"|\b{s}{aux}\s+(?:just\s+|finally\s+)*(?:took|taken)\s+the\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\b"
         rf"|\b{g.poss} new\s+(?:{_DWELLING}|address)\b"
         + (r"|^\s*(?:my\s+)?new address\b" if g.fragments else "")  # "New address for your book: 7 Glebe Close"
         # left one home for another ("since we left the farm for a bungalow in Jessington"), back at a family's home
@@ -72,7 +74,7 @@ def _patterns(g: Grammar) -> Patterns:
         rf"|\b{s}{aux}\s+(?:still\s+)?(?:sleep|sleeps|sleeping)\s+in\s+{_DET}\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\b"
         rf"|\b{s}{aux}\s+(?:still\s+)?(?:\w+\s+)?under\s+(?:{_DET}\s+)?(?:[\w'’-]+\s+)?{LETTER}+['’]s?\s+roof\b"
         # a dwelling had with its place ("We've a cottage on the hill above the docks")
-        rf"|\b{s}{g.have}\s+(?:got\s+)?(?:a|an)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+"
+        rf"|\b{s}{g.have}\s+(?:got\s+|had\s+)?(?:a|an)\s+(?:[\w'’-]+\s+){{0,2}}?{_DWELLING}\s+"
         rf"(?:in|on|at|above|over|near|by)\b"
         rf"|\b{s}{aux}\s+(?:\w+\s+){{0,2}}?(?:rent|rents|renting|rented|share|shares|sharing|staying|crashing)\s+"
         rf"(?:in\s+|at\s+)?{_DET}\s+(?:[\w'’-]+\s+){{0,3}}?{_DWELLING}\b"

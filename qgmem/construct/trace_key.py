@@ -61,8 +61,11 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  66 groups left: "I've left it.", "walked away in August", "put the oar down for good", "let my membership of X
 #  lapse", "not in the chama any more", "the cooperative and I parted", "has seen the last of you", "my last with them";
 #  67 homes: "you're a Pokhara man now", "In Lankaran since May.", "A little terrace in X.", "been staying with my
-#  grandmother in X"; 68 a home held since a recent time ("since November I've rented two rooms") is a move
-TRACE_VERSION = 68
+#  grandmother in X"; 68 a home held since a recent time ("since November I've rented two rooms") is a move; 69 read
+#  on held-out 26: "hired me in March", "moved away", "took the ground floor", "had a room over ... since", "gone our
+#  different ways", "aren't getting married after all", "I have a fiancé", a partner after an ending in one turn,
+#  "bowed out", "handed in my rope to the band", "withdrew my membership", "passed it on to him", "didn't go up in"
+TRACE_VERSION = 69
 
 
 def trace_key_parts() -> list[str | int]:
