@@ -59,6 +59,15 @@ def test_a_change_prefers_the_state_of_its_own_speaker_over_a_reply_that_repeats
     assert _changed(units) == [("n/u0", "n/u2")]  # its fact time (read as last year) does not put it first
 
 
+def test_a_relatives_claim_is_not_the_speakers_state() -> None:
+    """"Valji's brother joined the troupe" is the brother's state: "I quit the troupe" ends Valji's own."""
+    own = _u(0, "Valji", "2023-01-07", "Valji", "play with", "a folk troupe in Bhuj",
+             "I play the drum with a folk troupe in Bhuj.")
+    brother = _u(1, "Valji", "2023-01-07", "Valji's brother", "join", "the troupe", "My brother joined the troupe too.")
+    quit_ = _u(2, "Valji", "2023-05-06", "Valji", "quit", "the troupe", "I quit the troupe in April.")
+    assert ("n/u1", "n/u2") not in _changed([own, brother, quit_])
+
+
 def test_a_move_to_a_place_is_no_retiming() -> None:
     c = read_cues("Ana: She moved to Singapore in November for a job.", "Ana", "move to", "Singapore")
     assert not c.change

@@ -53,7 +53,8 @@ class Facts:
     """What links read of one unit."""
 
     subject: str  # the subject key (construct/state_table.py)
-    owner: str  # the possessor of a possessive subject ("user's climbing sessions" -> "user"), else the subject
+    owner: str  # the possessor of a possessive subject ("user's climbing sessions" -> "user"), else the subject (a
+    # person of theirs is not theirs: "Valji's brother joined the troupe" is the brother's state)
     own_words: frozenset[str]  # thing words of the subject itself ("Spanish", "the recital")
     values: frozenset[str]  # words of the value: object words, and a possessive subject's thing
     mentions: frozenset[str]  # every thing the unit names: subject, object, entities (what a change may match)
@@ -75,9 +76,10 @@ def read_facts(u: AtomicUnit, table: StateTable, speakers: frozenset[str]) -> Fa
 def _facts(subject_text: str, relation: str, object_text: str, entities: tuple[str, ...], text: str, speaker: str,
            turn: str, table: StateTable, speakers: frozenset[str]) -> Facts:
     subject = table.subject_key(subject_text)
-    owner = subject.split("'s ", 1)[0] if "'s " in subject else subject
+    person = "'s " in subject and _person_head(subject, table)
+    owner = subject.split("'s ", 1)[0] if "'s " in subject and not person else subject
     own = frozenset() if subject in speakers or subject in ("i", "we") else thing_words(subject_text)
-    possessed = thing_words(subject_text) if "'s " in subject and not _person_head(subject, table) else frozenset()
+    possessed = thing_words(subject_text) if "'s " in subject and not person else frozenset()
     say = relation.strip().lower() == "say"
     ents = frozenset(w for e in entities if e.lower() not in speakers for w in thing_words(e))
     mentions = thing_words(subject_text) | thing_words(object_text) | thing_words(relation) | ents
