@@ -40,7 +40,8 @@ ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updat
          "updates_heldout13", "updates_heldout14", "updates_heldout15",
          "updates_heldout16", "updates_heldout17", "updates_heldout18", "updates_heldout19",
          "updates_heldout20", "updates_heldout21", "updates_heldout22", "updates_heldout23",
-         "updates_heldout24", "updates_heldout25", "updates_heldout26", "updates_heldout27")  # as written
+         "updates_heldout24", "updates_heldout25", "updates_heldout26",
+         "updates_heldout27")  # as written
 UNMEASURED: tuple[str, ...] = ("updates_heldout27",)  # held out and not yet measured: its labels are checked, no memory is built
 ROLES = ("user", "assistant")
 
