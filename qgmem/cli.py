@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prepare": ("qgmem.training.prepare", "turn a data set into cached graph-token training examples"),
     "train": ("qgmem.training.trainer", "train the graph encoder + projector (same as train.py)"),
     "train-reranker": ("qgmem.training.reranker", "train the learned pool ranker from a configs/rerank/*.yaml"),
+    "train-change-probe": ("qgmem.training.change_probe_fit", "fit the traces' change probe (configs/traces/*.yaml)"),
     "train-cross-encoder": ("qgmem.training.cross_encoder_fit", "fine-tune a MiniLM cross-encoder reranker"),
     "serve": ("qgmem.serve.cli", "serve a store over HTTP (FastAPI) and MCP, with API keys per namespace"),
     "anchormem-sweep": ("qgmem.anchormem.sweep", "AnchorMem event-graph sweep over tau and N (Table 6)"),

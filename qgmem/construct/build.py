@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from qgmem.config import from_dict, to_dict
+from qgmem.construct.change_probe import ProbeReadings, build_readings, probe_digest
 from qgmem.construct.cache_keys import forget_cache_entries, remember_cache_keys
 from qgmem.construct.extractor import Extractor, WindowResult
 from qgmem.construct.llm_extract import LLMExtractConfig, LLMExtractor, rejected_summary
@@ -163,7 +164,7 @@ def _make_extractor(kind: str | Extractor, cfg: BuildConfig, backend: ChatBacken
 def _traces_key(units: list[AtomicUnit], sources: list[str], cfg: BuildConfig, consolidation: str) -> str:
     """Names the units (by id and source window content) and the trace settings."""
     h = hashlib.sha1(json.dumps([[u.id for u in units], sources, asdict(cfg.traces), consolidation,
-                                 cfg.embedder, *trace_key_parts()]).encode())
+                                 cfg.embedder, *trace_key_parts(), probe_digest(cfg.traces.change_probe)]).encode())
     return f"traces@{h.hexdigest()[:16]}"
 
 
@@ -326,8 +327,11 @@ def _consolidate(conversation: Conversation, extractor: str | Extractor, ex: Ext
     t1, before = time.perf_counter(), usage_snapshot(llm)
     turn_texts, speakers = {t.id: t.text for t in conversation.turns()}, {t.id: t.speaker for t in conversation.turns()}
     llm_roles = consolidation == "llm" and units
-    roles_fn = _llm_roles(units, llm, store, cfg, report, cst, turn_texts, speakers) if llm_roles else None
-    new_units, traces = build_traces(units, cfg.traces, roles_fn, turn_texts=turn_texts, turn_speakers=speakers)
+    probe, off = build_readings(store, ns, turn_texts, cfg.traces.change_probe)
+    report.warnings += [off] if off else []
+    roles_fn = _llm_roles(units, llm, store, cfg, report, cst, turn_texts, speakers, probe) if llm_roles else None
+    new_units, traces = build_traces(units, cfg.traces, roles_fn, turn_texts=turn_texts, turn_speakers=speakers,
+                                     probe=probe)
     changed = [n for o, n in zip(units, new_units) if (o.trace_id, o.trace_role, o.superseded) !=
                (n.trace_id, n.trace_role, n.superseded)]  # only these units' stored records change
     store.put_traces(ns, traces, changed)
@@ -348,7 +352,8 @@ def _mark_complete(store: MemoryStore, ns: str, report: BuildReport) -> None:
 
 
 def _llm_roles(units: list[AtomicUnit], llm: ChatBackend | None, store: MemoryStore, cfg: BuildConfig,
-               report: BuildReport, cst: PhaseStats, turn_texts: dict[str, str], speakers: dict[str, str]) -> Any:
+               report: BuildReport, cst: PhaseStats, turn_texts: dict[str, str], speakers: dict[str, str],
+               probe: ProbeReadings | None) -> Any:
     """Update/supplement roles decided by the LLM per trace group (the groups `build_traces` forms); rule roles where it
     failed."""
     if llm is None:
@@ -356,7 +361,8 @@ def _llm_roles(units: list[AtomicUnit], llm: ChatBackend | None, store: MemorySt
     from qgmem.construct.consolidate import LLMConsolidator
 
     ns = units[0].namespace
-    groups = [g.members for g in group_traces(units, cfg.traces, turn_texts=turn_texts, turn_speakers=speakers)]
+    groups = [g.members for g in group_traces(units, cfg.traces, turn_texts=turn_texts, turn_speakers=speakers,
+                                              probe=probe)]
     outcome = LLMConsolidator(llm).decide([[units[i] for i in g] for g in groups])
     for gi, (err, raw) in outcome.failures.items():
         fkey = f"consolidate:{units[groups[gi][0]].id}"

@@ -65,8 +65,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  on held-out 26: "hired me in March", "moved away", "took the ground floor", "had a room over ... since", "gone our
 #  different ways", "aren't getting married after all", "I have a fiancé", a partner after an ending in one turn,
 #  "bowed out", "handed in my rope to the band", "withdrew my membership", "passed it on to him", "didn't go up in";
-#  70 a relative's claim ("Valji's brother joined the troupe") is not its possessor's state
-TRACE_VERSION = 70
+#  70 a relative's claim ("Valji's brother joined the troupe") is not its possessor's state; 71 the change probe
+#  (construct/change_probe.py) links a change the rules left (its weights' digest joins the key as well)
+TRACE_VERSION = 71
 
 
 def trace_key_parts() -> list[str | int]:

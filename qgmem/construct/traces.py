@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from qgmem.construct.change_probe import ProbeReadings, probe_links
 from qgmem.construct.state_cues import Cues, read_cues
 from qgmem.construct.state_links import (SCHEDULE, Facts, Linker, ends_ownership, named_subject, read_facts,
                                          speakers_of, told_ahead)
@@ -72,6 +73,8 @@ class TraceConfig:
     update_threshold: float = 0.5  # object-word overlap below this = another value = an update
     max_size: int = 50  # a larger group is split into chronological chunks (keeps trajectories readable)
     turn_links: bool = True  # a turn that tells a change no triple of it carries links the state it names
+    # the learned reading of turns (construct/change_probe.py) links changes the rules left; "" = rules only
+    change_probe: str = "checkpoints/change-probe"
 
 
 @dataclass(frozen=True)
@@ -159,8 +162,8 @@ def said_key(u: AtomicUnit, position: int) -> tuple[str, int]:
 
 def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | None = None,
                  turn_texts: Mapping[str, str] | None = None, roles: RolesMemo | None = None,
-                 words: list[frozenset[str]] | None = None, turn_speakers: Mapping[str, str] | None = None
-                 ) -> list[Group]:
+                 words: list[frozenset[str]] | None = None, turn_speakers: Mapping[str, str] | None = None,
+                 probe: ProbeReadings | None = None) -> list[Group]:
     """Groups of >= `min_size` units (members in memory-time order), in a canonical order.
 
     A unit that names the earlier state it changes across subjects or classes (construct/state_links.py, in
@@ -193,6 +196,8 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
                                                  speakers=turn_speakers).items()
                  if i not in links or i in updates or links[i] == (got[0], "note")}  # a turn telling a change of
                 # the state a remark names makes it a change ("I dance salsa on Tuesdays now" of the Thursday class)
+        if probe is not None:
+            extra.update(probe_links(units, probe, set(links) | set(extra) | set(updates)))
         if extra:
             groups = _place(units, cfg, facts, words, readings, {**links, **extra})
     return groups
@@ -320,7 +325,8 @@ def rule_roles(group: Group, words: Sequence[frozenset[str]] | Mapping[int, froz
 
 def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | None = None,
                  table: StateTable | None = None, turn_texts: Mapping[str, str] | None = None,
-                 turn_speakers: Mapping[str, str] | None = None) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
+                 turn_speakers: Mapping[str, str] | None = None, probe: ProbeReadings | None = None
+                 ) -> tuple[list[AtomicUnit], list[MemoryTrace]]:
     """Traces of one namespace and the units with `trace_id`/`trace_role`/`superseded` set (a unit
     whose trace fields are already right is returned as it is, not copied).
 
@@ -335,7 +341,7 @@ def build_traces(units: list[AtomicUnit], cfg: TraceConfig, roles_fn: RolesFn | 
     ns = units[0].namespace
     memo: RolesMemo = {}
     words = [table.object_words(object_text(u)) for u in units]
-    groups = group_traces(units, cfg, table, turn_texts, memo, words, turn_speakers)
+    groups = group_traces(units, cfg, table, turn_texts, memo, words, turn_speakers, probe)
     fields: dict[int, TraceFields] = {}
     traces: list[MemoryTrace] = []
     for ti, g in enumerate(groups):

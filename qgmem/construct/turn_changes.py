@@ -71,7 +71,7 @@ _HEARSAY = re.compile(r"\bi (?:hear|heard|gather|see|saw|noticed|read)\b"
 _SOURCE = re.compile(r"\s*(?:(?:my|your|his|her|their|our)\s+\w+|she|he|they)\s+(?:\w+\s+)?(?:saw|told|tells|says|said"
                      r"|noticed|phoned|rang|heard)\b")
 # a state told again ("We're still above the bakery", "same as ever")
-_RESTATED = re.compile(r"\bstill\b|\b(?:same as|as) (?:ever|always|before)\b", re.IGNORECASE)
+RESTATED = re.compile(r"\bstill\b|\b(?:same as|as) (?:ever|always|before)\b", re.IGNORECASE)
 # a capitalised word inside a sentence: a name
 _NAME_IN = re.compile(rf"(?<=[\w,;:] )(?-i:{CAP})[{LOWER}]+(?:['’]s)?\b")
 # how a question opens (or it is a few words: "And the Italian?", "Coffee on Friday again?")
@@ -238,7 +238,7 @@ def turn_links(units: list[AtomicUnit], turn_texts: Mapping[str, str], updates: 
             if df.get(w, 0) <= specific:
                 holding.setdefault(w, []).append(r)
     speakers = speakers_of(units)
-    restated = {t.id for t in order if _RESTATED.search(turn_texts[t.id])}  # "Still with the Marlins.": the
+    restated = {t.id for t in order if RESTATED.search(turn_texts[t.id])}  # "Still with the Marlins.": the
     # person's state, whatever its unit's subject ("The owner pays us in cider.")
 
     def third(r: int) -> str:

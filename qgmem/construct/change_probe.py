@@ -1,0 +1,228 @@
+"""A learned reading of whole turns for the traces: does a turn tell that a state changed, does it tell a state,
+and of which class (QGMem §III-A2, the change no rule of construct/turn_changes.py reads).
+
+The rules read a change from its words ("no longer", "sold it", "moved the lesson to"); people tell changes in more
+ways than any list holds ("I've parked the van for good. Since August I've worn the ranger's uniform", "croquet is
+behind me"). The probe reads the turn's sentence vector instead: three logistic heads over the MiniLM vector of the
+turn's text, trained by `qgmem train-change-probe` (qgmem/training/change_probe_fit.py) on the development sets of
+labelled updates, with multi-session chit-chat as further turns that change nothing.
+
+It links only what the rules left: a turn of a later session whose units are neither updates nor links, that reads
+as a change (`change >= change_floor`), links the same speaker's earlier-session turn that best reads as a state of
+the change's class (`state x class agreement`, `state >= state_floor`), unit to unit as the rules do. The floors are
+in the checkpoint, chosen on development sets the probe was not fitted on.
+
+A checkpoint is a folder with `probe.json` (the embedder it reads, the classes, the floors, how it was trained) and
+`probe.safetensors` (the weights); scoring is numpy, so the build needs no torch beyond the embedder's.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from qgmem.construct.change_targets import best_unit
+from qgmem.construct.state_cues import thing_words
+from qgmem.construct.turn_changes import RESTATED
+from qgmem.errors import UserError
+from qgmem.paths import repo_checkpoint
+from qgmem.types import AtomicUnit
+
+if TYPE_CHECKING:
+    from qgmem.store import MemoryStore
+
+PROBE_VECTORS = "turns-probe"  # the store's embedding kind of the turn vectors the probe reads
+CONFIG_FILE = "probe.json"
+WEIGHTS_FILE = "probe.safetensors"
+HEADS = ("change", "state", "cls")
+ASSISTANT = "assistant"  # the other side of a user-assistant chat: it tells no state of its own
+_QUESTION_FIRST = re.compile(r"[^.!?]*\?")  # a turn that opens with a question
+
+
+class ProbeCheckpointError(ValueError, UserError):
+    """A change-probe folder that is missing or incomplete (one line, exit code 2)."""
+
+
+@dataclass
+class ProbeSpec:
+    embedder: str  # the embedder whose turn vectors the heads read (a build with another one skips the probe)
+    classes: list[str]  # the state classes of the class head, in its column order
+    change_floor: float  # a turn reads as a change at this probability or more
+    state_floor: float  # the earlier turn it links reads as a state at this probability or more
+    agree_floor: float  # and the two turns' class distributions agree this much (their dot product) or more
+    info: dict[str, object] = field(default_factory=dict)  # training data, fit, held-out figures
+
+
+@dataclass(frozen=True)
+class TurnReading:
+    change: float  # probability that the turn tells a change of a state
+    state: float  # probability that it tells a state a later turn changes
+    cls: tuple[float, ...]  # probabilities of the state classes (ProbeSpec.classes)
+
+
+class ChangeProbe:
+    """read(vectors) -> one TurnReading per row of L2-normalised turn vectors."""
+
+    def __init__(self, spec: ProbeSpec, weights: Mapping[str, np.ndarray]):
+        self.spec = spec
+        self.w = {k: np.ascontiguousarray(weights[f"{k}.weight"], dtype=np.float64) for k in HEADS}
+        self.b = {k: np.ascontiguousarray(weights[f"{k}.bias"], dtype=np.float64) for k in HEADS}
+        if self.w["cls"].shape[1] != len(spec.classes):
+            raise ProbeCheckpointError(f"change probe: class head has {self.w['cls'].shape[1]} columns for "
+                                       f"{len(spec.classes)} classes")
+
+    @property
+    def dim(self) -> int:
+        return int(self.w["change"].shape[0])
+
+    def read(self, vectors: np.ndarray) -> list[TurnReading]:
+        x = np.asarray(vectors, dtype=np.float64)
+        change = _sigmoid(x @ self.w["change"] + self.b["change"]).reshape(-1)
+        state = _sigmoid(x @ self.w["state"] + self.b["state"]).reshape(-1)
+        logits = x @ self.w["cls"] + self.b["cls"]
+        cls = np.exp(logits - logits.max(axis=1, keepdims=True))
+        cls /= cls.sum(axis=1, keepdims=True)
+        return [TurnReading(float(c), float(s), tuple(float(v) for v in p)) for c, s, p in zip(change, state, cls)]
+
+    @classmethod
+    def load(cls, folder: str | Path) -> ChangeProbe:
+        from safetensors.numpy import load_file
+
+        folder = Path(folder)
+        cfg, wts = folder / CONFIG_FILE, folder / WEIGHTS_FILE
+        if not cfg.is_file() or not wts.is_file():
+            raise ProbeCheckpointError(f"{folder}: not a change-probe checkpoint (needs {CONFIG_FILE} and "
+                                       f"{WEIGHTS_FILE}; train one with `qgmem train-change-probe`)")
+        try:
+            spec = ProbeSpec(**json.loads(cfg.read_text()))
+        except (TypeError, json.JSONDecodeError) as e:
+            raise ProbeCheckpointError(f"{cfg}: {e}") from None
+        return cls(spec, load_file(str(wts)))
+
+    def save(self, folder: str | Path) -> None:
+        from safetensors.numpy import save_file
+
+        from qgmem.io import atomic_write_json
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        tensors = {f"{k}.{p}": np.ascontiguousarray(d[k], dtype=np.float32)
+                   for k in HEADS for p, d in (("weight", self.w), ("bias", self.b))}
+        save_file(tensors, str(folder / WEIGHTS_FILE))
+        atomic_write_json(folder / CONFIG_FILE, asdict(self.spec))
+
+
+@functools.lru_cache(maxsize=4)
+def load_probe(path: str) -> ChangeProbe:
+    """The probe of a checkpoint folder (`checkpoints/...` resolves against the checkout), loaded once a process."""
+    return ChangeProbe.load(repo_checkpoint(path))
+
+
+@functools.lru_cache(maxsize=4)
+def probe_digest(path: str) -> str:
+    """What the traces' build key holds of the probe: a digest of its files ("" for none), so stored traces are
+    regrouped when it is retrained."""
+    if not path:
+        return ""
+    folder = repo_checkpoint(path)
+    h = hashlib.sha1()
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        f = folder / name
+        h.update(f.read_bytes() if f.is_file() else b"")
+    return h.hexdigest()[:16]
+
+
+def _may_change(text: str, speaker: str) -> bool:
+    """A turn the probe may read as a change: a person's own statement, not a question ("Is the wedding still after
+    the rains?"), nor a state told again ("I'm still in the band, bugle and all"), nor an assistant's advice.
+    The vector reads these as it reads a change: they talk of the same things."""
+    text = text.strip()
+    return not (speaker == ASSISTANT or text.endswith("?") or _QUESTION_FIRST.match(text) or RESTATED.search(text))
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+@dataclass(frozen=True)
+class ProbeReadings:
+    """The probe's readings of one namespace's turns, for `group_traces`."""
+
+    spec: ProbeSpec
+    turns: Mapping[str, TurnReading]  # turn id -> reading, in dialogue order
+    texts: Mapping[str, str]  # turn id -> text
+
+
+def read_turns(probe: ChangeProbe, turn_texts: Mapping[str, str], encode: Callable[[list[str]], np.ndarray]
+               ) -> ProbeReadings:
+    """Every turn read by the probe; `encode(texts)` gives their vectors (a store's cache of them, in a build)."""
+    ids = list(turn_texts)
+    vectors = encode([turn_texts[t] for t in ids]) if ids else np.zeros((0, probe.dim))
+    return ProbeReadings(probe.spec, dict(zip(ids, probe.read(vectors))), turn_texts)
+
+
+def build_readings(store: MemoryStore, ns: str, turn_texts: Mapping[str, str], path: str
+                   ) -> tuple[ProbeReadings | None, str]:
+    """(the probe's reading of every turn of a namespace, "") for a build; (None, "") when `path` is "" (the rules
+    alone), and (None, why) when the embedder the probe was trained on is not what `get_embedder` gives (a test's
+    stand-in). The turn vectors are kept in the store like the retrieval index's, so a grown memory encodes only its
+    new turns."""
+    if not path or not turn_texts:
+        return None, ""
+    from qgmem.embed import get_embedder, resolve_name
+
+    probe = load_probe(path)
+    emb = get_embedder(probe.spec.embedder)
+    if emb.name != resolve_name(probe.spec.embedder) or getattr(emb, "dim", probe.dim) != probe.dim:
+        return None, (f"change probe {path} reads {probe.spec.embedder} vectors; the embedder here is {emb.name}: "
+                      "traces from the rules alone")
+    return read_turns(probe, turn_texts,
+                      lambda texts: store.cached_vectors(ns, PROBE_VECTORS, texts, emb.encode, emb.name)[0]), ""
+
+
+def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set[int]) -> dict[int, tuple[int, str]]:
+    """{unit of a change turn the rules left: (unit of the earlier-session turn whose state it changes, "change")}.
+
+    `taken`: units that are updates or links already (their turns are left as the rules read them)."""
+    spec = readings.spec
+    turns: dict[str, list[int]] = {}
+    for i, u in enumerate(units):
+        turns.setdefault(u.first_turn, []).append(i)
+    order = [t for t in readings.turns if t in turns]
+    if not order:
+        return {}
+    got = [readings.turns[t] for t in order]
+    state = np.array([r.state for r in got])
+    cls = np.array([r.cls for r in got])
+    speaker = np.array([units[turns[t][0]].speaker for t in order], dtype=object)
+    session = np.array([units[turns[t][0]].session_id for t in order], dtype=object)
+    stated = state >= spec.state_floor
+    out: dict[int, tuple[int, str]] = {}
+    for k, t in enumerate(order):
+        rows = turns[t]
+        if got[k].change < spec.change_floor or any(i in taken for i in rows) or not _may_change(
+                readings.texts[t], units[rows[0]].speaker):
+            continue
+        ok = stated[:k] & (speaker[:k] == speaker[k]) & (session[:k] != session[k])
+        if not ok.any():
+            continue
+        agree = cls[:k] @ cls[k]
+        ok &= agree >= spec.agree_floor
+        if not ok.any():
+            continue
+        score = np.where(ok, state[:k] * agree, -1.0)
+        p = int(np.flatnonzero(score == score.max())[-1])  # the latest on a tie
+        target_rows = turns[order[p]]
+        words = frozenset().union(*(thing_words(units[i].text) for i in rows))
+        target = best_unit(list(units), target_rows, words)
+        said = frozenset().union(*(thing_words(units[i].text) for i in target_rows))
+        out[best_unit(list(units), rows, said)] = (target, "change")
+    return out

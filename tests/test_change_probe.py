@@ -1,0 +1,118 @@
+"""The traces' change probe (construct/change_probe.py): a change told in words no rule reads links the state it
+changes in a build; questions, states told again and an assistant's words link nothing; the ablation is the
+rules alone; the checkpoint round-trips and its digest names the traces' build key; a refit is reproducible."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qgmem.construct.build import BuildConfig, build_memory
+from qgmem.construct.change_probe import (ChangeProbe, ProbeCheckpointError, ProbeReadings, ProbeSpec, TurnReading,
+                                          probe_digest, probe_links)
+from qgmem.construct.traces import TraceConfig
+from qgmem.store import MemoryStore
+from qgmem.types import Conversation, Session, Turn
+
+OLD = "I swim with the harbour club at Pennock every Thursday evening."
+NEW = "Not any more. I took my towel home from the harbour club in June and haven't been back."
+
+
+def _chat(old: str, new: str, speaker: str = "Wren") -> Conversation:
+    return Conversation(id="c1", speakers=["Wren", "Pilar", "assistant"], questions=[], sessions=[
+        Session("S1", "2024-03-02", [Turn("D1:1", "Pilar", "How are things, Wren?"), Turn("D1:2", speaker, old),
+                                     Turn("D1:3", "Pilar", "Oh nice. Tell me more some time.")]),
+        Session("S2", "2024-09-14", [Turn("D2:1", "Pilar", "Long time! What's new?"), Turn("D2:2", speaker, new),
+                                     Turn("D2:3", "Pilar", "Good for you.")])])
+
+
+def _changed(conv: Conversation, probe: str = "checkpoints/change-probe") -> list[tuple[str, str]]:
+    """(superseded turn, the turn of the update after it) of a build."""
+    units, traces = build_memory(conv, config=BuildConfig(traces=TraceConfig(change_probe=probe)))
+    by = {u.id: u for u in units}
+    return sorted((by[e].first_turn, by[uid].first_turn) for t in traces
+                  for k, (uid, role) in enumerate(zip(t.unit_ids, t.roles)) if role == "update"
+                  for e in t.unit_ids[:k] if by[e].superseded)
+
+
+def test_a_change_no_rule_reads_links_the_state_it_changes() -> None:
+    assert _changed(_chat(OLD, NEW), probe="") == []  # the rules alone (the ablation) read no change here
+    assert _changed(_chat(OLD, NEW)) == [("D1:2", "D2:2")]
+
+
+@pytest.mark.parametrize("new", [
+    "Did you hear I took my towel home from the harbour club in June?",  # a question
+    "I still take my towel to the harbour club in June, as ever.",  # the state told again
+])
+def test_questions_and_states_told_again_link_nothing(new: str) -> None:
+    assert _changed(_chat(OLD, new)) == []
+
+
+def _readings(units_conv: Conversation, change: float, state: float, agree: bool = True) -> tuple[list, ProbeReadings]:
+    """Rule units of a chat and hand-set readings: D2:2 reads as a change, D1:2 as a state, of one class (or not)."""
+    units, _ = build_memory(units_conv, config=BuildConfig(traces=TraceConfig(change_probe="")))
+    spec = ProbeSpec("minilm", ["a", "b"], change_floor=0.8, state_floor=0.5, agree_floor=0.2)
+    flat = TurnReading(0.0, 0.0, (0.5, 0.5))
+    turns = {t.id: flat for t in units_conv.turns()}
+    turns["D2:2"] = TurnReading(change, 0.0, (1.0, 0.0))
+    turns["D1:2"] = TurnReading(0.0, state, (1.0, 0.0) if agree else (0.0, 1.0))
+    return units, ProbeReadings(spec, turns, {t.id: t.text for t in units_conv.turns()})
+
+
+def _linked_turns(units: list, links: dict[int, tuple[int, str]]) -> list[tuple[str, str]]:
+    return sorted((units[i].first_turn, units[j].first_turn) for i, (j, _) in links.items())
+
+
+def test_probe_links_need_each_floor_and_the_speakers_own_words() -> None:
+    plain = "I moved my towel and my weekends to the lido at Ferrow."
+    units, r = _readings(_chat(OLD, plain), change=0.9, state=0.9)
+    assert _linked_turns(units, probe_links(units, r, set())) == [("D2:2", "D1:2")]
+    assert probe_links(units, r, {i for i, u in enumerate(units) if u.first_turn == "D2:2"}) == {}  # rules read it
+    for change, state, agree in ((0.7, 0.9, True), (0.9, 0.4, True), (0.9, 0.9, False)):
+        units, r = _readings(_chat(OLD, plain), change, state, agree)
+        assert probe_links(units, r, set()) == {}
+    units, r = _readings(_chat(OLD, plain, speaker="assistant"), change=0.9, state=0.9)
+    assert probe_links(units, r, set()) == {}  # an assistant tells no state of its own
+
+
+def test_checkpoint_round_trips_and_its_digest_changes_with_it(tmp_path: Path) -> None:
+    probe = ChangeProbe.load(Path(__file__).resolve().parents[1] / "checkpoints" / "change-probe")
+    x = np.random.default_rng(0).normal(size=(5, 384)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    probe.save(tmp_path / "p")
+    again = ChangeProbe.load(tmp_path / "p")
+    assert [r.change for r in again.read(x)] == pytest.approx([r.change for r in probe.read(x)], abs=1e-6)
+    before = probe_digest(str(tmp_path / "p"))
+    spec = json.loads((tmp_path / "p" / "probe.json").read_text())
+    (tmp_path / "p" / "probe.json").write_text(json.dumps({**spec, "change_floor": 0.9}))
+    probe_digest.cache_clear()
+    assert probe_digest(str(tmp_path / "p")) != before  # a retrained probe regroups stored traces
+    (tmp_path / "p" / "probe.safetensors").unlink()
+    with pytest.raises(ProbeCheckpointError, match="train-change-probe"):
+        ChangeProbe.load(tmp_path / "p")
+
+
+def test_a_stored_memory_reads_its_turn_vectors_back(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "s") as st:
+        build_memory(_chat(OLD, NEW), store=st)
+        got = st.get_embeddings("c1", "turns-probe")
+    assert got is not None and got[1].shape == (6, 384)
+
+
+def test_refit_is_reproducible(tmp_path: Path) -> None:
+    from qgmem.training.change_probe_fit import fit_logistic
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 8))
+    y = (x[:, 0] + 0.1 * rng.normal(size=200) > 0).astype(int)
+    w1, b1 = fit_logistic(x, y, 1.0, 2)
+    w2, b2 = fit_logistic(x, y, 1.0, 2)
+    assert np.array_equal(w1, w2) and np.array_equal(b1, b2)
+    assert np.mean(((x @ w1 + b1)[:, 0] > 0) == y) > 0.9
+    k = (x[:, 0] > 0.5).astype(int) + (x[:, 1] > 0).astype(int)  # three classes
+    w, b = fit_logistic(x, k, 10.0, 3)
+    assert w.shape == (8, 3) and np.mean(np.argmax(x @ w + b, axis=1) == k) > 0.8
