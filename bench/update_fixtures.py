@@ -39,7 +39,8 @@ tests/fixtures/updates_heldout24/ (written blind to the method, 1421de1, measure
 since). Held-out 25: tests/fixtures/updates_heldout25/ (written blind to the method, 966e12a, measured once at
 299f3ea: a development set since). Held-out 26: tests/fixtures/updates_heldout26/ (written blind to the method,
 0b93913, measured once at 4bdec47: a development set since). Held-out 27: tests/fixtures/updates_heldout27/ (written
-blind to the method, c42b257, measured once at e403835: a development set since).
+blind to the method, c42b257, measured once at e403835: a development set since). Held-out 28:
+tests/fixtures/updates_heldout28/ (written blind to the method; not yet measured).
 Each set is built with the real rule extractor into a fresh temporary store and measured by
 `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with counts
 and percentages; `--failures` adds every labelled update that formed no trace, with the units the extractor
@@ -86,7 +87,8 @@ SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.js
         "held-out 24": ROOT / "tests" / "fixtures" / "updates_heldout24" / "conversations.json",
         "held-out 25": ROOT / "tests" / "fixtures" / "updates_heldout25" / "conversations.json",
         "held-out 26": ROOT / "tests" / "fixtures" / "updates_heldout26" / "conversations.json",
-        "held-out 27": ROOT / "tests" / "fixtures" / "updates_heldout27" / "conversations.json"}
+        "held-out 27": ROOT / "tests" / "fixtures" / "updates_heldout27" / "conversations.json",
+        "held-out 28": ROOT / "tests" / "fixtures" / "updates_heldout28" / "conversations.json"}
 CHOICES = {"both": ("in-sample", "held-out 27"), "in-sample": ("in-sample",), "heldout": ("held-out",),
            "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",),
            "heldout5": ("held-out 5",), "heldout6": ("held-out 6",), "heldout7": ("held-out 7",),
@@ -97,7 +99,7 @@ CHOICES = {"both": ("in-sample", "held-out 27"), "in-sample": ("in-sample",), "h
            "heldout19": ("held-out 19",), "heldout20": ("held-out 20",), "heldout21": ("held-out 21",),
            "heldout22": ("held-out 22",), "heldout23": ("held-out 23",), "heldout24": ("held-out 24",),
            "heldout25": ("held-out 25",), "heldout26": ("held-out 26",),
-           "heldout27": ("held-out 27",), "dev": ("dev",),
+           "heldout27": ("held-out 27",), "heldout28": ("held-out 28",), "dev": ("dev",),
            "develop": ("in-sample", "dev", "held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5",
                        "held-out 6", "held-out 7", "held-out 8", "held-out 9", "held-out 10", "held-out 11",
                        "held-out 12", "held-out 13", "held-out 14", "held-out 15", "held-out 16",
