@@ -44,6 +44,7 @@ CONFIG_FILE = "probe.json"
 WEIGHTS_FILE = "probe.safetensors"
 HEADS = ("change", "state", "cls")
 ASSISTANT = "assistant"  # the other side of a user-assistant chat: it tells no state of its own
+CHUNK = 256  # change turns scored against every stated turn at once
 _QUESTION_FIRST = re.compile(r"[^.!?]*\?")  # a turn that opens with a question
 
 
@@ -148,6 +149,20 @@ def _may_change(text: str, speaker: str) -> bool:
     return not (speaker == ASSISTANT or text.endswith("?") or _QUESTION_FIRST.match(text) or RESTATED.search(text))
 
 
+def _link(units: list[AtomicUnit], rows: list[int], target_rows: list[int]) -> dict[int, tuple[int, str]]:
+    """The change turn's unit that best meets the target turn's words, to the target's unit that best meets its own
+    (construct/change_targets.py's choice, as for the rules' turn links)."""
+    words = frozenset().union(*(thing_words(units[i].text) for i in rows))
+    said = frozenset().union(*(thing_words(units[i].text) for i in target_rows))
+    return {best_unit(units, rows, said): (best_unit(units, target_rows, words), "change")}
+
+
+def _codes(values: list[str]) -> np.ndarray:
+    """Each value's integer code (first seen first), so that comparing them is a vector operation."""
+    code: dict[str, int] = {}
+    return np.array([code.setdefault(v, len(code)) for v in values], dtype=np.int64)
+
+
 def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
@@ -192,7 +207,7 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
     """{unit of a change turn the rules left: (unit of the earlier-session turn whose state it changes, "change")}.
 
     `taken`: units that are updates or links already (their turns are left as the rules read them)."""
-    spec = readings.spec
+    spec, units = readings.spec, list(units)
     turns: dict[str, list[int]] = {}
     for i, u in enumerate(units):
         turns.setdefault(u.first_turn, []).append(i)
@@ -202,27 +217,24 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
     got = [readings.turns[t] for t in order]
     state = np.array([r.state for r in got])
     cls = np.array([r.cls for r in got])
-    speaker = np.array([units[turns[t][0]].speaker for t in order], dtype=object)
-    session = np.array([units[turns[t][0]].session_id for t in order], dtype=object)
-    stated = state >= spec.state_floor
+    speaker = _codes([units[turns[t][0]].speaker for t in order])
+    session = _codes([units[turns[t][0]].session_id for t in order])
+    change = np.array([r.change for r in got])
+    changers = [k for k in np.flatnonzero(change >= spec.change_floor)
+                if not any(i in taken for i in turns[order[k]])
+                and _may_change(readings.texts[order[k]], units[turns[order[k]][0]].speaker)]
+    stated = np.flatnonzero(state >= spec.state_floor)  # the turns a change may link
     out: dict[int, tuple[int, str]] = {}
-    for k, t in enumerate(order):
-        rows = turns[t]
-        if got[k].change < spec.change_floor or any(i in taken for i in rows) or not _may_change(
-                readings.texts[t], units[rows[0]].speaker):
-            continue
-        ok = stated[:k] & (speaker[:k] == speaker[k]) & (session[:k] != session[k])
-        if not ok.any():
-            continue
-        agree = cls[:k] @ cls[k]
-        ok &= agree >= spec.agree_floor
-        if not ok.any():
-            continue
-        score = np.where(ok, state[:k] * agree, -1.0)
-        p = int(np.flatnonzero(score == score.max())[-1])  # the latest on a tie
-        target_rows = turns[order[p]]
-        words = frozenset().union(*(thing_words(units[i].text) for i in rows))
-        target = best_unit(list(units), target_rows, words)
-        said = frozenset().union(*(thing_words(units[i].text) for i in target_rows))
-        out[best_unit(list(units), rows, said)] = (target, "change")
+    if not changers or not len(stated):
+        return out
+    for start in range(0, len(changers), CHUNK):
+        ks = np.array(changers[start:start + CHUNK])
+        agree = cls[ks] @ cls[stated].T  # (changers, stated turns)
+        ok = ((stated[None, :] < ks[:, None]) & (speaker[stated][None, :] == speaker[ks][:, None])
+              & (session[stated][None, :] != session[ks][:, None]) & (agree >= spec.agree_floor))
+        score = np.where(ok, state[stated][None, :] * agree, -1.0)
+        last = score.shape[1] - 1 - np.argmax(score[:, ::-1], axis=1)  # the latest on a tie
+        for row, (k, p) in enumerate(zip(ks, stated[last])):
+            if ok[row].any():
+                out.update(_link(units, turns[order[k]], turns[order[p]]))
     return out
