@@ -41,8 +41,8 @@ since). Held-out 25: tests/fixtures/updates_heldout25/ (written blind to the met
 0b93913, measured once at 4bdec47: a development set since). Held-out 27: tests/fixtures/updates_heldout27/ (written
 blind to the method, c42b257, measured once at e403835: a development set since). Held-out 28:
 tests/fixtures/updates_heldout28/ (written blind to the method, 53be2d1, measured once there: a development set since).
-Held-out 29: tests/fixtures/updates_heldout29/ (written blind to the method, 171e687, measured once there: a development set
-since).
+Held-out 29: tests/fixtures/updates_heldout29/ (written blind to the method, 171e687, measured once there: a
+development set since).
 Each set is built with the real rule extractor into a fresh temporary store and measured by
 `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with counts
 and percentages; `--failures` adds every labelled update that formed no trace, with the units the extractor
