@@ -2,7 +2,7 @@
 written by a helper blind to the method and committed before any measurement): their labels are valid,
 they share no speaker with the sets written before them nor benchmark vocabulary, and the shared
 measurement runs on them and counts every label. As for the first held-out set, no threshold is asserted:
-the rates are reported (`bench/update_fixtures.py --set heldout2|...|heldout29`, bench/RESULTS.md). A
+the rates are reported (`bench/update_fixtures.py --set heldout2|...|heldout30`, bench/RESULTS.md). A
 held-out set is measured once as held out; after that it is a development set (held-out 2 since commit
 a7d90fd, held-out 3 since 7e67086, held-out 4 since its misses were read), and the next set takes its place
 (held-out 4, measured once at 3906322; held-out 5, committed at f2757be, measured once at e3cb10b; held-out 6,
@@ -19,7 +19,8 @@ afa5f3c, measured once there; held-out 22, committed at d95ecc8,
 measured once there; held-out 23, committed at db831ad, measured once there; held-out 24, committed at 1421de1,
 measured once at 3f192c1; held-out 25, committed at 966e12a, measured once at 299f3ea; held-out 26,
 committed at 0b93913, measured once at 4bdec47; held-out 27, committed at c42b257, measured once at e403835;
-held-out 28, committed at 53be2d1, measured once there; held-out 29, committed at 171e687, measured once there). A set in UNMEASURED has only its labels checked here.
+held-out 28, committed at 53be2d1, measured once there; held-out 29, committed at 171e687, measured once there;
+held-out 30, committed unmeasured). A set in UNMEASURED has only its labels checked here.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updat
          "updates_heldout16", "updates_heldout17", "updates_heldout18", "updates_heldout19",
          "updates_heldout20", "updates_heldout21", "updates_heldout22", "updates_heldout23",
          "updates_heldout24", "updates_heldout25", "updates_heldout26",
-         "updates_heldout27", "updates_heldout28", "updates_heldout29")  # as written
-UNMEASURED: tuple[str, ...] = ()  # held out and not yet measured: its labels are checked, no memory is built
+         "updates_heldout27", "updates_heldout28", "updates_heldout29",
+         "updates_heldout30")  # as written
+UNMEASURED: tuple[str, ...] = ("updates_heldout30",)  # held out and not yet measured: its labels are checked, no memory is built
 ROLES = ("user", "assistant")
 
 
