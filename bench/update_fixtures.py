@@ -42,7 +42,8 @@ since). Held-out 25: tests/fixtures/updates_heldout25/ (written blind to the met
 blind to the method, c42b257, measured once at e403835: a development set since). Held-out 28:
 tests/fixtures/updates_heldout28/ (written blind to the method, 53be2d1, measured once there: a development set since).
 Held-out 29: tests/fixtures/updates_heldout29/ (written blind to the method, 171e687, measured once there: a
-development set since). Held-out 30: tests/fixtures/updates_heldout30/ (written blind to the method; not yet measured).
+development set since). Held-out 30:
+tests/fixtures/updates_heldout30/ (written blind to the method, 311831d, measured once there: a development set since).
 Each set is built with the real rule extractor into a fresh temporary store and measured by
 `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with counts
 and percentages; `--failures` adds every labelled update that formed no trace, with the units the extractor
@@ -93,7 +94,7 @@ SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.js
         "held-out 28": ROOT / "tests" / "fixtures" / "updates_heldout28" / "conversations.json",
         "held-out 29": ROOT / "tests" / "fixtures" / "updates_heldout29" / "conversations.json",
         "held-out 30": ROOT / "tests" / "fixtures" / "updates_heldout30" / "conversations.json"}
-CHOICES = {"both": ("in-sample", "held-out 29"), "in-sample": ("in-sample",), "heldout": ("held-out",),
+CHOICES = {"both": ("in-sample", "held-out 30"), "in-sample": ("in-sample",), "heldout": ("held-out",),
            "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",),
            "heldout5": ("held-out 5",), "heldout6": ("held-out 6",), "heldout7": ("held-out 7",),
            "heldout8": ("held-out 8",), "heldout9": ("held-out 9",), "heldout10": ("held-out 10",),
@@ -110,7 +111,7 @@ CHOICES = {"both": ("in-sample", "held-out 29"), "in-sample": ("in-sample",), "h
                        "held-out 12", "held-out 13", "held-out 14", "held-out 15", "held-out 16",
                        "held-out 17", "held-out 18", "held-out 19", "held-out 20", "held-out 21",
                        "held-out 22", "held-out 23", "held-out 24", "held-out 25", "held-out 26",
-                       "held-out 27", "held-out 28", "held-out 29")}
+                       "held-out 27", "held-out 28", "held-out 29", "held-out 30")}
 
 
 def run(names: tuple[str, ...]) -> list[UpdateReport]:
