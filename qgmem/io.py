@@ -87,3 +87,31 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
             if i == len(lines) - 1:
                 return
             raise ValueError(f"{path}: line {i + 1} is not valid JSON")
+
+
+def read_weights_folder(folder: str | Path, config_file: str, weights_file: str, spec: type[Any], what: str,
+                        error: type[Exception]) -> tuple[Any, dict[str, Any]]:
+    """(spec built from `config_file`'s JSON, the arrays of `weights_file`) of a small numpy checkpoint folder, or
+    `error` with one line naming the folder and what it lacks (`what`: the kind and the command that trains one)."""
+    from safetensors.numpy import load_file
+
+    folder = Path(folder)
+    cfg, wts = folder / config_file, folder / weights_file
+    if not cfg.is_file() or not wts.is_file():
+        raise error(f"{folder}: not a {what} (needs {config_file} and {weights_file})")
+    try:
+        return spec(**json.loads(cfg.read_text())), load_file(str(wts))
+    except (TypeError, json.JSONDecodeError) as e:
+        raise error(f"{cfg}: {e}") from None
+
+
+def write_weights_folder(folder: str | Path, config_file: str, weights_file: str, spec: Any,
+                         tensors: dict[str, Any]) -> None:
+    """The counterpart of `read_weights_folder`: the arrays (C order: safetensors writes the raw buffer) and the
+    spec dataclass as JSON."""
+    from safetensors.numpy import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(folder / weights_file))
+    atomic_write_json(folder / config_file, dataclasses.asdict(spec))

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qgmem.config import load_config
 from qgmem.construct.build import BuildConfig, build_memory
 from qgmem.construct.change_probe import (ChangeProbe, ProbeCheckpointError, ProbeReadings, ProbeSpec, TurnReading,
                                           probe_digest, probe_links)
@@ -30,7 +31,7 @@ def _chat(old: str, new: str, speaker: str = "Wren") -> Conversation:
                                      Turn("D2:3", "Pilar", "Good for you.")])])
 
 
-def _changed(conv: Conversation, probe: str = "checkpoints/change-probe") -> list[tuple[str, str]]:
+def _changed(conv: Conversation, probe: str | None = "checkpoints/change-probe") -> list[tuple[str, str]]:
     """(superseded turn, the turn of the update after it) of a build."""
     units, traces = build_memory(conv, config=BuildConfig(traces=TraceConfig(change_probe=probe)))
     by = {u.id: u for u in units}
@@ -41,6 +42,8 @@ def _changed(conv: Conversation, probe: str = "checkpoints/change-probe") -> lis
 
 def test_a_change_no_rule_reads_links_the_state_it_changes() -> None:
     assert _changed(_chat(OLD, NEW), probe="") == []  # the rules alone (the ablation) read no change here
+    assert load_config(BuildConfig, None, ["traces.change_probe="]).traces.change_probe is None  # `--set` turns it off
+    assert _changed(_chat(OLD, NEW), probe=None) == []
     assert _changed(_chat(OLD, NEW)) == [("D1:2", "D2:2")]
 
 

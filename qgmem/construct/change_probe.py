@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +32,7 @@ from qgmem.construct.change_targets import best_unit
 from qgmem.construct.state_cues import thing_words
 from qgmem.construct.turn_changes import RESTATED
 from qgmem.errors import UserError
+from qgmem.io import read_weights_folder, write_weights_folder
 from qgmem.paths import repo_checkpoint
 from qgmem.types import AtomicUnit
 
@@ -95,30 +95,15 @@ class ChangeProbe:
 
     @classmethod
     def load(cls, folder: str | Path) -> ChangeProbe:
-        from safetensors.numpy import load_file
-
-        folder = Path(folder)
-        cfg, wts = folder / CONFIG_FILE, folder / WEIGHTS_FILE
-        if not cfg.is_file() or not wts.is_file():
-            raise ProbeCheckpointError(f"{folder}: not a change-probe checkpoint (needs {CONFIG_FILE} and "
-                                       f"{WEIGHTS_FILE}; train one with `qgmem train-change-probe`)")
-        try:
-            spec = ProbeSpec(**json.loads(cfg.read_text()))
-        except (TypeError, json.JSONDecodeError) as e:
-            raise ProbeCheckpointError(f"{cfg}: {e}") from None
-        return cls(spec, load_file(str(wts)))
+        spec, weights = read_weights_folder(folder, CONFIG_FILE, WEIGHTS_FILE, ProbeSpec,
+                                            "change-probe checkpoint; train one with `qgmem train-change-probe`",
+                                            ProbeCheckpointError)
+        return cls(spec, weights)
 
     def save(self, folder: str | Path) -> None:
-        from safetensors.numpy import save_file
-
-        from qgmem.io import atomic_write_json
-
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
         tensors = {f"{k}.{p}": np.ascontiguousarray(d[k], dtype=np.float32)
                    for k in HEADS for p, d in (("weight", self.w), ("bias", self.b))}
-        save_file(tensors, str(folder / WEIGHTS_FILE))
-        atomic_write_json(folder / CONFIG_FILE, asdict(self.spec))
+        write_weights_folder(folder, CONFIG_FILE, WEIGHTS_FILE, self.spec, tensors)
 
 
 @functools.lru_cache(maxsize=4)
@@ -128,7 +113,7 @@ def load_probe(path: str) -> ChangeProbe:
 
 
 @functools.lru_cache(maxsize=4)
-def probe_digest(path: str) -> str:
+def probe_digest(path: str | None) -> str:
     """What the traces' build key holds of the probe: a digest of its files ("" for none), so stored traces are
     regrouped when it is retrained."""
     if not path:
@@ -184,10 +169,10 @@ def read_turns(probe: ChangeProbe, turn_texts: Mapping[str, str], encode: Callab
     return ProbeReadings(probe.spec, dict(zip(ids, probe.read(vectors))), turn_texts)
 
 
-def build_readings(store: MemoryStore, ns: str, turn_texts: Mapping[str, str], path: str
+def build_readings(store: MemoryStore, ns: str, turn_texts: Mapping[str, str], path: str | None
                    ) -> tuple[ProbeReadings | None, str]:
-    """(the probe's reading of every turn of a namespace, "") for a build; (None, "") when `path` is "" (the rules
-    alone), and (None, why) when the embedder the probe was trained on is not what `get_embedder` gives (a test's
+    """(the probe's reading of every turn of a namespace, "") for a build; (None, "") when `path` is None or "" (the
+    rules alone), and (None, why) when the embedder the probe was trained on is not what `get_embedder` gives (a test's
     stand-in). The turn vectors are kept in the store like the retrieval index's, so a grown memory encodes only its
     new turns."""
     if not path or not turn_texts:

@@ -73,8 +73,8 @@ class TraceConfig:
     update_threshold: float = 0.5  # object-word overlap below this = another value = an update
     max_size: int = 50  # a larger group is split into chronological chunks (keeps trajectories readable)
     turn_links: bool = True  # a turn that tells a change no triple of it carries links the state it names
-    # the learned reading of turns (construct/change_probe.py) links changes the rules left; "" = rules only
-    change_probe: str = "checkpoints/change-probe"
+    # the learned reading of turns (construct/change_probe.py) links changes the rules left; None or "" = rules only
+    change_probe: str | None = "checkpoints/change-probe"
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ module only loads, saves and scores, so inference needs no torch.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from qgmem.errors import UserError
+from qgmem.io import read_weights_folder, write_weights_folder
 
 from .features import FEATURES
 
@@ -56,26 +56,11 @@ class LearnedRanker:
 
     @classmethod
     def load(cls, folder: str | Path) -> LearnedRanker:
-        from safetensors.numpy import load_file
-
-        folder = Path(folder)
-        cfg, wts = folder / CONFIG_FILE, folder / WEIGHTS_FILE
-        if not cfg.is_file() or not wts.is_file():
-            raise RankerCheckpointError(f"{folder}: not a ranker checkpoint (needs {CONFIG_FILE} and {WEIGHTS_FILE}; "
-                                        "train one with `qgmem train-reranker`)")
-        raw = json.loads(cfg.read_text())
-        try:
-            spec = RankerSpec(**raw)
-        except TypeError as e:
-            raise RankerCheckpointError(f"{cfg}: {e}") from None
-        return cls(spec, load_file(str(wts)))
+        spec, weights = read_weights_folder(folder, CONFIG_FILE, WEIGHTS_FILE, RankerSpec,
+                                            "ranker checkpoint; train one with `qgmem train-reranker`",
+                                            RankerCheckpointError)
+        return cls(spec, weights)
 
     def save(self, folder: str | Path) -> None:
-        from safetensors.numpy import save_file
-
-        from qgmem.io import atomic_write_json
-
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        save_file({"w1": self.w1, "b1": self.b1, "w2": self.w2, "b2": self.b2}, str(folder / WEIGHTS_FILE))
-        atomic_write_json(folder / CONFIG_FILE, asdict(self.spec))
+        write_weights_folder(folder, CONFIG_FILE, WEIGHTS_FILE, self.spec,
+                             {"w1": self.w1, "b1": self.b1, "w2": self.w2, "b2": self.b2})
