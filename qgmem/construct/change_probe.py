@@ -8,9 +8,10 @@ turn's text, trained by `qgmem train-change-probe` (qgmem/training/change_probe_
 labelled updates, with multi-session chit-chat as further turns that change nothing.
 
 It links only what the rules left: a turn of a later session whose units are neither updates nor links, that reads
-as a change (`change >= change_floor`), links the same speaker's earlier-session turn that best reads as a state of
-the change's class (`state x class agreement`, `state >= state_floor`), unit to unit as the rules do. The floors are
-in the checkpoint, chosen on development sets the probe was not fitted on.
+as a change (`change >= change_floor`) and is a statement of the speaker's own (no question, no state told again,
+not an assistant's), links the same speaker's earlier-session turn that best reads as a state of the change's class
+(`state x class agreement`, with `state >= state_floor` and agreement >= `agree_floor`), unit to unit as the rules
+do. The floors are in the checkpoint, chosen on development sets the probe was not fitted on.
 
 A checkpoint is a folder with `probe.json` (the embedder it reads, the classes, the floors, how it was trained) and
 `probe.safetensors` (the weights); scoring is numpy, so the build needs no torch beyond the embedder's.
