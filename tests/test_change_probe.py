@@ -119,3 +119,14 @@ def test_refit_is_reproducible(tmp_path: Path) -> None:
     k = (x[:, 0] > 0.5).astype(int) + (x[:, 1] > 0).astype(int)  # three classes
     w, b = fit_logistic(x, k, 10.0, 3)
     assert w.shape == (8, 3) and np.mean(np.argmax(x @ w + b, axis=1) == k) > 0.8
+
+
+def test_a_state_the_rules_saw_change_is_not_the_probes_target() -> None:
+    """The probe links the best state the rules left unchanged: a state the rules already supersede has its change."""
+    conv = _chat(OLD, "I moved my towel and my weekends to the lido at Ferrow.")
+    conv.sessions[0].turns[0] = Turn("D1:1", "Wren", "I sell tickets at the harbour kiosk in Pennock.")
+    units, r = _readings(conv, change=0.9, state=0.9)
+    r.turns["D1:1"] = TurnReading(0.0, 0.6, (1.0, 0.0))  # a weaker state of the same class than D1:2's
+    assert _linked_turns(units, probe_links(units, r, set())) == [("D2:2", "D1:2")]
+    changed = {i for i, u in enumerate(units) if u.first_turn == "D1:2"}
+    assert _linked_turns(units, probe_links(units, r, set(), changed)) == [("D2:2", "D1:1")]

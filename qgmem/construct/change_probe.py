@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -189,10 +189,13 @@ def build_readings(store: MemoryStore, ns: str, turn_texts: Mapping[str, str], p
                       lambda texts: store.cached_vectors(ns, PROBE_VECTORS, texts, emb.encode, emb.name)[0]), ""
 
 
-def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set[int]) -> dict[int, tuple[int, str]]:
+def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set[int],
+                changed: Iterable[int] = ()) -> dict[int, tuple[int, str]]:
     """{unit of a change turn the rules left: (unit of the earlier-session turn whose state it changes, "change")}.
 
-    `taken`: units that are updates or links already (their turns are left as the rules read them)."""
+    `taken`: units that are updates or links already (their turns are left as the rules read them); `changed`: units
+    whose state the rules already saw change (a turn holding one is no state for the probe to link: the change
+    after it is)."""
     spec, units = readings.spec, list(units)
     turns: dict[str, list[int]] = {}
     for i, u in enumerate(units):
@@ -209,7 +212,8 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
     changers = [k for k in np.flatnonzero(change >= spec.change_floor)
                 if not any(i in taken for i in turns[order[k]])
                 and _may_change(readings.texts[order[k]], units[turns[order[k]][0]].speaker)]
-    stated = np.flatnonzero(state >= spec.state_floor)  # the turns a change may link
+    gone = {units[i].first_turn for i in changed}
+    stated = np.flatnonzero((state >= spec.state_floor) & np.array([t not in gone for t in order]))  # may be linked
     out: dict[int, tuple[int, str]] = {}
     if not changers or not len(stated):
         return out

@@ -196,8 +196,9 @@ def group_traces(units: list[AtomicUnit], cfg: TraceConfig, table: StateTable | 
                                                  speakers=turn_speakers).items()
                  if i not in links or i in updates or links[i] == (got[0], "note")}  # a turn telling a change of
                 # the state a remark names makes it a change ("I dance salsa on Tuesdays now" of the Thursday class)
-        if probe is not None:
-            extra.update(probe_links(units, probe, set(links) | set(extra) | set(updates)))
+        if probe is not None:  # a state the rules already saw change is not the probe's: its successor is
+            changed = {j for j, _ in [*links.values(), *extra.values()]}.union(*updates.values())
+            extra.update(probe_links(units, probe, set(links) | set(extra) | set(updates), changed))
         if extra:
             groups = _place(units, cfg, facts, words, readings, {**links, **extra})
     return groups
