@@ -13,7 +13,7 @@ import pytest
 
 from qgmem.config import load_config
 from qgmem.construct.build import BuildConfig, build_memory
-from qgmem.construct.change_probe import (ChangeProbe, ProbeCheckpointError, ProbeReadings, ProbeSpec, TurnReading,
+from qgmem.construct.change_probe import (ChangeProbe, ProbeCheckpointError, ProbeReadings, ProbeSpec, TurnReadings,
                                           probe_digest, probe_links)
 from qgmem.construct.traces import TraceConfig
 from qgmem.store import MemoryStore
@@ -59,11 +59,12 @@ def _readings(units_conv: Conversation, change: float, state: float, agree: bool
     """Rule units of a chat and hand-set readings: D2:2 reads as a change, D1:2 as a state, of one class (or not)."""
     units, _ = build_memory(units_conv, config=BuildConfig(traces=TraceConfig(change_probe="")))
     spec = ProbeSpec("minilm", ["a", "b"], change_floor=0.8, state_floor=0.5, agree_floor=0.2)
-    flat = TurnReading(0.0, 0.0, (0.5, 0.5))
-    turns = {t.id: flat for t in units_conv.turns()}
-    turns["D2:2"] = TurnReading(change, 0.0, (1.0, 0.0))
-    turns["D1:2"] = TurnReading(0.0, state, (1.0, 0.0) if agree else (0.0, 1.0))
-    return units, ProbeReadings(spec, turns, {t.id: t.text for t in units_conv.turns()})
+    ids = [t.id for t in units_conv.turns()]
+    read = TurnReadings(np.zeros(len(ids)), np.zeros(len(ids)), np.full((len(ids), 2), 0.5))
+    new, old = ids.index("D2:2"), ids.index("D1:2")
+    read.change[new], read.cls[new] = change, (1.0, 0.0)
+    read.state[old], read.cls[old] = state, ((1.0, 0.0) if agree else (0.0, 1.0))
+    return units, ProbeReadings(spec, ids, read, {t.id: t.text for t in units_conv.turns()})
 
 
 def _linked_turns(units: list, links: dict[int, tuple[int, str]]) -> list[tuple[str, str]]:
@@ -88,7 +89,7 @@ def test_checkpoint_round_trips_and_its_digest_changes_with_it(tmp_path: Path) -
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     probe.save(tmp_path / "p")
     again = ChangeProbe.load(tmp_path / "p")
-    assert [r.change for r in again.read(x)] == pytest.approx([r.change for r in probe.read(x)], abs=1e-6)
+    assert again.read(x).change == pytest.approx(probe.read(x).change, abs=1e-6)
     before = probe_digest(str(tmp_path / "p"))
     spec = json.loads((tmp_path / "p" / "probe.json").read_text())
     (tmp_path / "p" / "probe.json").write_text(json.dumps({**spec, "change_floor": 0.9}))
@@ -126,7 +127,8 @@ def test_a_state_the_rules_saw_change_is_not_the_probes_target() -> None:
     conv = _chat(OLD, "I moved my towel and my weekends to the lido at Ferrow.")
     conv.sessions[0].turns[0] = Turn("D1:1", "Wren", "I sell tickets at the harbour kiosk in Pennock.")
     units, r = _readings(conv, change=0.9, state=0.9)
-    r.turns["D1:1"] = TurnReading(0.0, 0.6, (1.0, 0.0))  # a weaker state of the same class than D1:2's
+    first = r.ids.index("D1:1")
+    r.read.state[first], r.read.cls[first] = 0.6, (1.0, 0.0)  # a weaker state of the same class than D1:2's
     assert _linked_turns(units, probe_links(units, r, set())) == [("D2:2", "D1:2")]
     changed = {i for i, u in enumerate(units) if u.first_turn == "D1:2"}
     assert _linked_turns(units, probe_links(units, r, set(), changed)) == [("D2:2", "D1:1")]

@@ -64,14 +64,16 @@ class ProbeSpec:
 
 
 @dataclass(frozen=True)
-class TurnReading:
-    change: float  # probability that the turn tells a change of a state
-    state: float  # probability that it tells a state a later turn changes
-    cls: tuple[float, ...]  # probabilities of the state classes (ProbeSpec.classes)
+class TurnReadings:
+    """The probe's reading of turns, one row each."""
+
+    change: np.ndarray  # (n,) probability that the turn tells a change of a state
+    state: np.ndarray  # (n,) probability that it tells a state a later turn changes
+    cls: np.ndarray  # (n, classes) probabilities of the state classes (ProbeSpec.classes)
 
 
 class ChangeProbe:
-    """read(vectors) -> one TurnReading per row of L2-normalised turn vectors."""
+    """read(vectors) -> the readings of the turns whose L2-normalised vectors are the rows."""
 
     def __init__(self, spec: ProbeSpec, weights: Mapping[str, np.ndarray]):
         self.spec = spec
@@ -85,14 +87,13 @@ class ChangeProbe:
     def dim(self) -> int:
         return int(self.w["change"].shape[0])
 
-    def read(self, vectors: np.ndarray) -> list[TurnReading]:
+    def read(self, vectors: np.ndarray) -> TurnReadings:
         x = np.asarray(vectors, dtype=np.float64)
-        change = _sigmoid(x @ self.w["change"] + self.b["change"]).reshape(-1)
-        state = _sigmoid(x @ self.w["state"] + self.b["state"]).reshape(-1)
         logits = x @ self.w["cls"] + self.b["cls"]
         cls = np.exp(logits - logits.max(axis=1, keepdims=True))
-        cls /= cls.sum(axis=1, keepdims=True)
-        return [TurnReading(float(c), float(s), tuple(float(v) for v in p)) for c, s, p in zip(change, state, cls)]
+        return TurnReadings(_sigmoid(x @ self.w["change"] + self.b["change"]).reshape(-1),
+                            _sigmoid(x @ self.w["state"] + self.b["state"]).reshape(-1),
+                            cls / cls.sum(axis=1, keepdims=True))
 
     @classmethod
     def load(cls, folder: str | Path) -> ChangeProbe:
@@ -158,7 +159,8 @@ class ProbeReadings:
     """The probe's readings of one namespace's turns, for `group_traces`."""
 
     spec: ProbeSpec
-    turns: Mapping[str, TurnReading]  # turn id -> reading, in dialogue order
+    ids: list[str]  # turn ids in dialogue order, the rows of `read`
+    read: TurnReadings
     texts: Mapping[str, str]  # turn id -> text
 
 
@@ -167,7 +169,7 @@ def read_turns(probe: ChangeProbe, turn_texts: Mapping[str, str], encode: Callab
     """Every turn read by the probe; `encode(texts)` gives their vectors (a store's cache of them, in a build)."""
     ids = list(turn_texts)
     vectors = encode([turn_texts[t] for t in ids]) if ids else np.zeros((0, probe.dim))
-    return ProbeReadings(probe.spec, dict(zip(ids, probe.read(vectors))), turn_texts)
+    return ProbeReadings(probe.spec, ids, probe.read(vectors), turn_texts)
 
 
 def build_readings(store: MemoryStore, ns: str, turn_texts: Mapping[str, str], path: str | None
@@ -200,15 +202,13 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
     turns: dict[str, list[int]] = {}
     for i, u in enumerate(units):
         turns.setdefault(u.first_turn, []).append(i)
-    order = [t for t in readings.turns if t in turns]
-    if not order:
+    rows = np.array([k for k, t in enumerate(readings.ids) if t in turns], dtype=np.int64)  # turns with units
+    if not len(rows):
         return {}
-    got = [readings.turns[t] for t in order]
-    state = np.array([r.state for r in got])
-    cls = np.array([r.cls for r in got])
+    order = [readings.ids[k] for k in rows]
+    change, state, cls = readings.read.change[rows], readings.read.state[rows], readings.read.cls[rows]
     speaker = _codes([units[turns[t][0]].speaker for t in order])
     session = _codes([units[turns[t][0]].session_id for t in order])
-    change = np.array([r.change for r in got])
     changers = [k for k in np.flatnonzero(change >= spec.change_floor)
                 if not any(i in taken for i in turns[order[k]])
                 and _may_change(readings.texts[order[k]], units[turns[order[k]][0]].speaker)]

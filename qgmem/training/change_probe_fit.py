@@ -93,7 +93,6 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, classes: int) -> tuple[
     sum_i w_i * loss_i + ||W||^2 / (2c), each class weighted to equal total mass; L-BFGS in float64."""
     import torch
 
-    torch.manual_seed(0)
     xt = torch.as_tensor(x, dtype=torch.float64)
     yt = torch.as_tensor(y, dtype=torch.long)
     counts = torch.bincount(yt, minlength=classes).double()
@@ -138,11 +137,9 @@ def scores(probe: ChangeProbe, x: np.ndarray, turns: Turns) -> dict[str, float]:
     later turns read as changes, and class accuracy on the labelled turns."""
     got = probe.read(x)
     later, change, state, cls = (np.asarray(v) for v in (turns.later, turns.change, turns.state, turns.cls))
-    pc = np.array([r.change for r in got])
-    ps = np.array([r.state for r in got])
-    pk = np.array([int(np.argmax(r.cls)) for r in got])
+    pc, ps, pk = got.change, got.state, np.argmax(got.cls, axis=1)
     fl = probe.spec.change_floor
-    return {"turns": len(got), "changes": int(change.sum()),
+    return {"turns": len(pc), "changes": int(change.sum()),
             "change_recall": float(np.mean(pc[change] >= fl)) if change.any() else 0.0,
             "other_later_read_as_change": float(np.mean(pc[later & ~change] >= fl)) if (later & ~change).any() else 0.0,
             "state_recall": float(np.mean(ps[state] >= probe.spec.state_floor)) if state.any() else 0.0,
