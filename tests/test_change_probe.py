@@ -55,15 +55,18 @@ def test_questions_and_states_told_again_link_nothing(new: str) -> None:
     assert _changed(_chat(OLD, new)) == []
 
 
-def _readings(units_conv: Conversation, change: float, state: float, agree: bool = True) -> tuple[list, ProbeReadings]:
-    """Rule units of a chat and hand-set readings: D2:2 reads as a change, D1:2 as a state, of one class (or not)."""
+def _readings(units_conv: Conversation, change: float, state: float, pair: bool = True) -> tuple[list, ProbeReadings]:
+    """Rule units of a chat and hand-set readings: D2:2 reads as a change, D1:2 as a state, and the pair head reads
+    D2:2 as changing D1:2's state (or not). Vectors of two dimensions: a change's pair logit with a turn is
+    4 x the turn's first coordinate - 2."""
     units, _ = build_memory(units_conv, config=BuildConfig(traces=TraceConfig(change_probe="")))
-    spec = ProbeSpec("minilm", ["a", "b"], change_floor=0.8, state_floor=0.5, agree_floor=0.2)
+    spec = ProbeSpec("minilm", change_floor=0.8, state_floor=0.5, pair_floor=0.3)
     ids = [t.id for t in units_conv.turns()]
-    read = TurnReadings(np.zeros(len(ids)), np.zeros(len(ids)), np.full((len(ids), 2), 0.5))
+    n = len(ids)
+    read = TurnReadings(np.zeros(n), np.zeros(n), np.tile([4.0, 0.0, -2.0], (n, 1)), np.tile([0.0, 1.0, 1.0], (n, 1)))
     new, old = ids.index("D2:2"), ids.index("D1:2")
-    read.change[new], read.cls[new] = change, (1.0, 0.0)
-    read.state[old], read.cls[old] = state, ((1.0, 0.0) if agree else (0.0, 1.0))
+    read.change[new] = change
+    read.state[old], read.told[old, 0] = state, (1.0 if pair else 0.0)
     return units, ProbeReadings(spec, ids, read, {t.id: t.text for t in units_conv.turns()})
 
 
@@ -76,8 +79,8 @@ def test_probe_links_need_each_floor_and_the_speakers_own_words() -> None:
     units, r = _readings(_chat(OLD, plain), change=0.9, state=0.9)
     assert _linked_turns(units, probe_links(units, r, set())) == [("D2:2", "D1:2")]
     assert probe_links(units, r, {i for i, u in enumerate(units) if u.first_turn == "D2:2"}) == {}  # rules read it
-    for change, state, agree in ((0.7, 0.9, True), (0.9, 0.4, True), (0.9, 0.9, False)):
-        units, r = _readings(_chat(OLD, plain), change, state, agree)
+    for change, state, pair in ((0.7, 0.9, True), (0.9, 0.4, True), (0.9, 0.9, False)):
+        units, r = _readings(_chat(OLD, plain), change, state, pair)
         assert probe_links(units, r, set()) == {}
     units, r = _readings(_chat(OLD, plain, speaker="assistant"), change=0.9, state=0.9)
     assert probe_links(units, r, set()) == {}  # an assistant tells no state of its own
@@ -90,6 +93,8 @@ def test_checkpoint_round_trips_and_its_digest_changes_with_it(tmp_path: Path) -
     probe.save(tmp_path / "p")
     again = ChangeProbe.load(tmp_path / "p")
     assert again.read(x).change == pytest.approx(probe.read(x).change, abs=1e-6)
+    assert again.read(x).pair(np.arange(5), np.arange(5)) == pytest.approx(
+        probe.read(x).pair(np.arange(5), np.arange(5)), abs=1e-6)
     before = probe_digest(str(tmp_path / "p"))
     spec = json.loads((tmp_path / "p" / "probe.json").read_text())
     (tmp_path / "p" / "probe.json").write_text(json.dumps({**spec, "change_floor": 0.9}))
@@ -113,13 +118,29 @@ def test_refit_is_reproducible(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     x = rng.normal(size=(200, 8))
     y = (x[:, 0] + 0.1 * rng.normal(size=200) > 0).astype(int)
-    w1, b1 = fit_logistic(x, y, 1.0, 2)
-    w2, b2 = fit_logistic(x, y, 1.0, 2)
-    assert np.array_equal(w1, w2) and np.array_equal(b1, b2)
-    assert np.mean(((x @ w1 + b1)[:, 0] > 0) == y) > 0.9
-    k = (x[:, 0] > 0.5).astype(int) + (x[:, 1] > 0).astype(int)  # three classes
-    w, b = fit_logistic(x, k, 10.0, 3)
-    assert w.shape == (8, 3) and np.mean(np.argmax(x @ w + b, axis=1) == k) > 0.8
+    w1, b1 = fit_logistic(x, y, 1.0)
+    w2, b2 = fit_logistic(x, y, 1.0)
+    assert np.array_equal(w1, w2) and b1 == b2
+    assert np.mean((x @ w1 + b1 > 0) == y) > 0.9
+
+
+def test_the_pair_heads_data_are_each_updates_candidates_with_its_own_state_the_one_positive() -> None:
+    from qgmem.testing.update_fixtures import load_update_fixtures
+    from qgmem.training.change_probe_fit import fixture_turns
+
+    folder = Path(__file__).resolve().parent / "fixtures" / "updates"
+    turns = fixture_turns([str(folder)])
+    cases = load_update_fixtures(folder / "conversations.json")
+    speaker = [t.speaker for c in cases for t in c.conversation.turns()]  # the rows of `turns`
+    assert len(speaker) == len(turns.texts)
+    own = 0
+    for c in cases:
+        by_id = {t.id: t for t in c.conversation.turns()}
+        own += sum(by_id[u.old].speaker == by_id[u.new].speaker for u in c.updates)
+    assert sum(y for _, _, y in turns.pairs) == own > 0
+    for k, p, y in turns.pairs:  # a candidate is the change speaker's, told before it
+        assert p < k and speaker[p] == speaker[k]
+        assert turns.change[k] and (turns.state[p] or not y)
 
 
 def test_a_state_the_rules_saw_change_is_not_the_probes_target() -> None:
@@ -128,7 +149,7 @@ def test_a_state_the_rules_saw_change_is_not_the_probes_target() -> None:
     conv.sessions[0].turns[0] = Turn("D1:1", "Wren", "I sell tickets at the harbour kiosk in Pennock.")
     units, r = _readings(conv, change=0.9, state=0.9)
     first = r.ids.index("D1:1")
-    r.read.state[first], r.read.cls[first] = 0.6, (1.0, 0.0)  # a weaker state of the same class than D1:2's
+    r.read.state[first], r.read.told[first, 0] = 0.6, 1.0  # a weaker state the change may change too than D1:2
     assert _linked_turns(units, probe_links(units, r, set())) == [("D2:2", "D1:2")]
     changed = {i for i, u in enumerate(units) if u.first_turn == "D1:2"}
     assert _linked_turns(units, probe_links(units, r, set(), changed)) == [("D2:2", "D1:1")]

@@ -1,17 +1,20 @@
 """A learned reading of whole turns for the traces: does a turn tell that a state changed, does it tell a state,
-and of which class (QGMem §III-A2, the change no rule of construct/turn_changes.py reads).
+and which earlier turn's state a change changes (QGMem §III-A2, the change no rule of construct/turn_changes.py
+reads).
 
 The rules read a change from its words ("no longer", "sold it", "moved the lesson to"); people tell changes in more
 ways than any list holds ("I've parked the van for good. Since August I've worn the ranger's uniform", "croquet is
-behind me"). The probe reads the turn's sentence vector instead: three logistic heads over the MiniLM vector of the
-turn's text, trained by `qgmem train-change-probe` (qgmem/training/change_probe_fit.py) on the development sets of
-labelled updates, with multi-session chit-chat as further turns that change nothing.
+behind me"). The probe reads the turn's sentence vector instead: two logistic heads over the MiniLM vector of the
+turn's text, and a third over the elementwise product of two turns' vectors (does the later one change the earlier
+one's state: "Nugzar and I are finished" of "I'm seeing Nugzar", where a class read of each turn alone disagrees),
+trained by `qgmem train-change-probe` (qgmem/training/change_probe_fit.py) on the development sets of labelled
+updates, with multi-session chit-chat as further turns that change nothing.
 
 It links only what the rules left: a turn of a later session whose units are neither updates nor links, that reads
 as a change (`change >= change_floor`) and is a statement of the speaker's own (no question, no state told again,
-not an assistant's), links the same speaker's earlier-session turn that best reads as a state of the change's class
-(`state x class agreement`, with `state >= state_floor` and agreement >= `agree_floor`), unit to unit as the rules
-do. The floors are in the checkpoint, chosen on development sets the probe was not fitted on.
+not an assistant's), links the same speaker's earlier-session turn that best reads as the state it changes
+(`state x pair`, with `state >= state_floor` and `pair >= pair_floor`), unit to unit as the rules do. The floors are
+in the checkpoint, chosen on development sets the probe was not fitted on.
 
 A checkpoint is a folder with `probe.json` (the embedder it reads, the classes, the floors, how it was trained) and
 `probe.safetensors` (the weights); scoring is numpy, so the build needs no torch beyond the embedder's.
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
 PROBE_VECTORS = "turns-probe"  # the store's embedding kind of the turn vectors the probe reads
 CONFIG_FILE = "probe.json"
 WEIGHTS_FILE = "probe.safetensors"
-HEADS = ("change", "state", "cls")
+HEADS = ("change", "state", "pair")
 ASSISTANT = "assistant"  # the other side of a user-assistant chat: it tells no state of its own
 CHUNK = 256  # change turns scored against every stated turn at once
 _QUESTION_FIRST = re.compile(r"[^.!?]*\?")  # a turn that opens with a question
@@ -56,10 +59,9 @@ class ProbeCheckpointError(ValueError, UserError):
 @dataclass
 class ProbeSpec:
     embedder: str  # the embedder whose turn vectors the heads read (a build with another one skips the probe)
-    classes: list[str]  # the state classes of the class head, in its column order
     change_floor: float  # a turn reads as a change at this probability or more
     state_floor: float  # the earlier turn it links reads as a state at this probability or more
-    agree_floor: float  # and the two turns' class distributions agree this much (their dot product) or more
+    pair_floor: float  # and the pair head reads the change as changing that turn's state at this probability or more
     info: dict[str, object] = field(default_factory=dict)  # training data, fit, held-out figures
 
 
@@ -69,7 +71,12 @@ class TurnReadings:
 
     change: np.ndarray  # (n,) probability that the turn tells a change of a state
     state: np.ndarray  # (n,) probability that it tells a state a later turn changes
-    cls: np.ndarray  # (n, classes) probabilities of the state classes (ProbeSpec.classes)
+    asks: np.ndarray  # (n, d + 1) the turn as a change: its vector times the pair head's weights, then the bias
+    told: np.ndarray  # (n, d + 1) the turn as an earlier state: its vector, then 1
+
+    def pair(self, changes: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """(len(changes), len(states)) probability that each change turn changes each earlier turn's state."""
+        return _sigmoid(self.asks[changes] @ self.told[states].T)
 
 
 class ChangeProbe:
@@ -77,23 +84,23 @@ class ChangeProbe:
 
     def __init__(self, spec: ProbeSpec, weights: Mapping[str, np.ndarray]):
         self.spec = spec
-        self.w = {k: np.ascontiguousarray(weights[f"{k}.weight"], dtype=np.float64) for k in HEADS}
-        self.b = {k: np.ascontiguousarray(weights[f"{k}.bias"], dtype=np.float64) for k in HEADS}
-        if self.w["cls"].shape[1] != len(spec.classes):
-            raise ProbeCheckpointError(f"change probe: class head has {self.w['cls'].shape[1]} columns for "
-                                       f"{len(spec.classes)} classes")
+        missing = [f"{k}.{p}" for k in HEADS for p in ("weight", "bias") if f"{k}.{p}" not in weights]
+        if missing:
+            raise ProbeCheckpointError(f"change probe: no {', '.join(missing)} in its weights (a checkpoint from "
+                                       "before the pair head; train one with `qgmem train-change-probe`)")
+        self.w = {k: np.ascontiguousarray(weights[f"{k}.weight"], dtype=np.float64).reshape(-1) for k in HEADS}
+        self.b = {k: float(np.asarray(weights[f"{k}.bias"]).reshape(-1)[0]) for k in HEADS}
 
     @property
     def dim(self) -> int:
         return int(self.w["change"].shape[0])
 
     def read(self, vectors: np.ndarray) -> TurnReadings:
-        x = np.asarray(vectors, dtype=np.float64)
-        logits = x @ self.w["cls"] + self.b["cls"]
-        cls = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return TurnReadings(_sigmoid(x @ self.w["change"] + self.b["change"]).reshape(-1),
-                            _sigmoid(x @ self.w["state"] + self.b["state"]).reshape(-1),
-                            cls / cls.sum(axis=1, keepdims=True))
+        x = np.asarray(vectors, dtype=np.float64).reshape(-1, self.dim)
+        ones = np.ones((len(x), 1))
+        return TurnReadings(_sigmoid(x @ self.w["change"] + self.b["change"]),
+                            _sigmoid(x @ self.w["state"] + self.b["state"]),
+                            np.hstack([x * self.w["pair"], ones * self.b["pair"]]), np.hstack([x, ones]))
 
     @classmethod
     def load(cls, folder: str | Path) -> ChangeProbe:
@@ -103,7 +110,7 @@ class ChangeProbe:
         return cls(spec, weights)
 
     def save(self, folder: str | Path) -> None:
-        tensors = {f"{k}.{p}": np.ascontiguousarray(d[k], dtype=np.float32)
+        tensors = {f"{k}.{p}": np.ascontiguousarray(np.reshape(d[k], -1), dtype=np.float32)
                    for k in HEADS for p, d in (("weight", self.w), ("bias", self.b))}
         write_weights_folder(folder, CONFIG_FILE, WEIGHTS_FILE, self.spec, tensors)
 
@@ -206,7 +213,7 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
     if not len(rows):
         return {}
     order = [readings.ids[k] for k in rows]
-    change, state, cls = readings.read.change[rows], readings.read.state[rows], readings.read.cls[rows]
+    change, state = readings.read.change[rows], readings.read.state[rows]
     speaker = _codes([units[turns[t][0]].speaker for t in order])
     session = _codes([units[turns[t][0]].session_id for t in order])
     changers = [k for k in np.flatnonzero(change >= spec.change_floor)
@@ -219,10 +226,10 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
         return out
     for start in range(0, len(changers), CHUNK):
         ks = np.array(changers[start:start + CHUNK])
-        agree = cls[ks] @ cls[stated].T  # (changers, stated turns)
+        pair = readings.read.pair(rows[ks], rows[stated])  # (changers, stated turns)
         ok = ((stated[None, :] < ks[:, None]) & (speaker[stated][None, :] == speaker[ks][:, None])
-              & (session[stated][None, :] != session[ks][:, None]) & (agree >= spec.agree_floor))
-        score = np.where(ok, state[stated][None, :] * agree, -1.0)
+              & (session[stated][None, :] != session[ks][:, None]) & (pair >= spec.pair_floor))
+        score = np.where(ok, state[stated][None, :] * pair, -1.0)
         last = score.shape[1] - 1 - np.argmax(score[:, ::-1], axis=1)  # the latest on a tie
         for row, (k, p) in enumerate(zip(ks, stated[last])):
             if ok[row].any():

@@ -67,8 +67,9 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  "bowed out", "handed in my rope to the band", "withdrew my membership", "passed it on to him", "didn't go up in";
 #  70 a relative's claim ("Valji's brother joined the troupe") is not its possessor's state; 71 the change probe
 #  (construct/change_probe.py) links a change the rules left (its weights' digest joins the key as well); 72 not to a
-#  state the rules already saw change
-TRACE_VERSION = 72
+#  state the rules already saw change; 73 the probe's pair head picks the state a change changes (class agreement
+#  dropped)
+TRACE_VERSION = 73
 
 
 def trace_key_parts() -> list[str | int]:

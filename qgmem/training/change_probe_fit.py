@@ -1,10 +1,12 @@
 """`qgmem train-change-probe --config configs/traces/change_probe.yaml`: fit the traces' change probe.
 
-The probe (qgmem/construct/change_probe.py) is three logistic heads over the MiniLM vector of a turn: "tells a
-change" (the later turn of a labelled update), "tells a state a later turn changes" (the earlier turn) and the
-state class. Data: the labelled update fixture sets named in the config (their unlabelled turns are the negatives),
-plus the turns of multi-session chit-chat (MSC), which are read as changing nothing: without them a probe fitted on
-short chats full of changes reads every chatty "now" of a long conversation as a change. Each head is an L2-penalised
+The probe (qgmem/construct/change_probe.py) is two logistic heads over the MiniLM vector of a turn: "tells a
+change" (the later turn of a labelled update) and "tells a state a later turn changes" (the earlier turn), and a
+pair head over the product of two turns' vectors: "this change changes that turn's state" (a labelled update's two
+turns, against the same speaker's other turns of the sessions before the change: the candidates the build weighs).
+Data: the labelled update fixture sets named in the config (their unlabelled turns are the negatives), plus the
+turns of multi-session chit-chat (MSC), which are read as changing nothing: without them a probe fitted on short
+chats full of changes reads every chatty "now" of a long conversation as a change. Each head is an L2-penalised
 logistic regression (penalty 1/(2C), classes weighted to equal mass) fitted by L-BFGS in float64, so a rerun writes
 the same weights. The floors are the config's: chosen on development sets the probe was not fitted on (`holdout`),
 with the over-linking they cost on LoCoMo's conversations (bench/RESULTS.md).
@@ -23,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from qgmem.config import load_config
-from qgmem.construct.change_probe import HEADS, ChangeProbe, ProbeSpec
+from qgmem.construct.change_probe import ChangeProbe, ProbeSpec
 from qgmem.io import atomic_write_json, atomic_write_text
-from qgmem.testing.update_fixtures import STATES, load_update_fixtures
+from qgmem.testing.update_fixtures import load_update_fixtures
 
 
 @dataclass
@@ -45,7 +47,7 @@ class ChangeProbeTrainConfig:
     c: float = 1.0  # inverse L2 penalty of each head
     change_floor: float = 0.8
     state_floor: float = 0.5
-    agree_floor: float = 0.2
+    pair_floor: float = 0.3
 
 
 @dataclass
@@ -54,26 +56,37 @@ class Turns:
     later: list[bool] = field(default_factory=list)  # in a session after the conversation's first
     change: list[bool] = field(default_factory=list)
     state: list[bool] = field(default_factory=list)
-    cls: list[int] = field(default_factory=list)  # index into STATES, -1 for none
+    # (change turn, candidate earlier turn, 1 when it is the state the change changes): rows of `texts`
+    pairs: list[tuple[int, int, int]] = field(default_factory=list)
 
-    def add(self, text: str, later: bool, change: str | None = None, state: str | None = None) -> None:
+    def add(self, text: str, later: bool, change: bool = False, state: bool = False) -> None:
         self.texts.append(text)
         self.later.append(later)
-        self.change.append(change is not None)
-        self.state.append(state is not None)
-        label = change or state
-        self.cls.append(STATES.index(label) if label else -1)
+        self.change.append(change)
+        self.state.append(state)
+
+    def __add__(self, other: Turns) -> Turns:
+        n = len(self.texts)
+        return Turns(self.texts + other.texts, self.later + other.later, self.change + other.change,
+                     self.state + other.state, self.pairs + [(k + n, p + n, y) for k, p, y in other.pairs])
 
 
 def fixture_turns(folders: list[str]) -> Turns:
     out = Turns()
     for folder in folders:
         for case in load_update_fixtures(Path(folder) / "conversations.json"):
-            new = {u.new: u.state for u in case.updates}
-            old = {u.old: u.state for u in case.updates}
-            for k, s in enumerate(case.conversation.sessions):
-                for t in s.turns:
-                    out.add(t.text, k > 0, new.get(t.id), old.get(t.id))
+            base = len(out.texts)
+            turns = [(k, t) for k, s in enumerate(case.conversation.sessions) for t in s.turns]
+            row = {t.id: base + i for i, (_, t) in enumerate(turns)}
+            new, old = {u.new for u in case.updates}, {u.old for u in case.updates}
+            for k, t in turns:
+                out.add(t.text, k > 0, t.id in new, t.id in old)
+            for u in case.updates:  # the build's candidates: the change's speaker's turns of earlier sessions
+                k, t = turns[row[u.new] - base]
+                if turns[row[u.old] - base][1].speaker != t.speaker:
+                    continue  # a change told by the other speaker: the probe never links those
+                out.pairs += [(row[u.new], row[c.id], int(c.id == u.old)) for j, c in turns
+                              if j < k and c.speaker == t.speaker]
     return out
 
 
@@ -88,62 +101,65 @@ def chat_turns(cfg: ChatNegatives) -> Turns:
     return out
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, classes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(weight (d, k), bias (k,)) of a softmax (k > 2) or logistic (k = 2: one column) regression minimising
-    sum_i w_i * loss_i + ||W||^2 / (2c), each class weighted to equal total mass; L-BFGS in float64."""
+def fit_logistic(x: np.ndarray, y: np.ndarray, c: float) -> tuple[np.ndarray, float]:
+    """(weight (d,), bias) of a logistic regression minimising sum_i w_i * loss_i + ||w||^2 / (2c), the two
+    classes weighted to equal total mass; L-BFGS in float64 from zeros, so a refit gives the same bits."""
     import torch
 
     xt = torch.as_tensor(x, dtype=torch.float64)
-    yt = torch.as_tensor(y, dtype=torch.long)
-    counts = torch.bincount(yt, minlength=classes).double()
-    weight = (len(y) / (classes * counts.clamp(min=1)))[yt]
-    cols = 1 if classes == 2 else classes
-    w = torch.zeros(x.shape[1], cols, dtype=torch.float64, requires_grad=True)
-    b = torch.zeros(cols, dtype=torch.float64, requires_grad=True)
+    yt = torch.as_tensor(y, dtype=torch.float64)
+    counts = torch.stack([(yt == 0).sum(), (yt == 1).sum()]).double()
+    weight = (len(y) / (2 * counts.clamp(min=1)))[yt.long()]
+    w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
+    b = torch.zeros(1, dtype=torch.float64, requires_grad=True)
     opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=500, tolerance_grad=1e-9, tolerance_change=1e-12,
                             history_size=20, line_search_fn="strong_wolfe")
 
     def closure() -> torch.Tensor:
         opt.zero_grad()
-        z = xt @ w + b
-        if cols == 1:
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(z[:, 0], yt.double(), reduction="none")
-        else:
-            loss = torch.nn.functional.cross_entropy(z, yt, reduction="none")
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(xt @ w + b, yt, reduction="none")
         total = (weight * loss).sum() + (w * w).sum() / (2 * c)
         total.backward()
         return total
 
     opt.step(closure)
-    return w.detach().numpy(), b.detach().numpy()
+    return w.detach().numpy(), float(b.detach()[0])
 
 
 def fit_probe(x: np.ndarray, turns: Turns, cfg: ChangeProbeTrainConfig, info: dict[str, object]) -> ChangeProbe:
-    later = np.asarray(turns.later)
-    change, state, cls = (np.asarray(v) for v in (turns.change, turns.state, turns.cls))
+    later, change, state = (np.asarray(v) for v in (turns.later, turns.change, turns.state))
+    pairs = np.asarray(turns.pairs, dtype=np.int64).reshape(-1, 3)
+    data = {"change": (x[later], change[later]), "state": (x, state),
+            "pair": (x[pairs[:, 0]] * x[pairs[:, 1]], pairs[:, 2])}
     weights = {}
-    heads = {"change": (later, change.astype(int), 2), "state": (np.ones_like(later), state.astype(int), 2),
-             "cls": (cls >= 0, cls, len(STATES))}
-    for name in HEADS:
-        rows, y, k = heads[name]
-        w, b = fit_logistic(x[rows], y[rows], cfg.c, k)
-        weights[f"{name}.weight"], weights[f"{name}.bias"] = w, b
-    spec = ProbeSpec(cfg.embedder, list(STATES), cfg.change_floor, cfg.state_floor, cfg.agree_floor, info)
+    for name, (features, y) in data.items():
+        w, b = fit_logistic(features, np.asarray(y, dtype=np.int64), cfg.c)
+        weights[f"{name}.weight"], weights[f"{name}.bias"] = w, np.array([b])
+    spec = ProbeSpec(cfg.embedder, cfg.change_floor, cfg.state_floor, cfg.pair_floor, info)
     return ChangeProbe(spec, weights)
 
 
 def scores(probe: ChangeProbe, x: np.ndarray, turns: Turns) -> dict[str, float]:
     """Per-head figures of a probe on turns: recall of the changes and states at the floors, the share of other
-    later turns read as changes, and class accuracy on the labelled turns."""
+    later turns read as changes, and how often the pair head ranks a labelled change's own state first among the
+    candidates at its floor (`target_first`)."""
     got = probe.read(x)
-    later, change, state, cls = (np.asarray(v) for v in (turns.later, turns.change, turns.state, turns.cls))
-    pc, ps, pk = got.change, got.state, np.argmax(got.cls, axis=1)
+    later, change, state = (np.asarray(v) for v in (turns.later, turns.change, turns.state))
     fl = probe.spec.change_floor
-    return {"turns": len(pc), "changes": int(change.sum()),
-            "change_recall": float(np.mean(pc[change] >= fl)) if change.any() else 0.0,
-            "other_later_read_as_change": float(np.mean(pc[later & ~change] >= fl)) if (later & ~change).any() else 0.0,
-            "state_recall": float(np.mean(ps[state] >= probe.spec.state_floor)) if state.any() else 0.0,
-            "class_accuracy": float(np.mean(pk[cls >= 0] == cls[cls >= 0])) if (cls >= 0).any() else 0.0}
+    firsts = []
+    by_change: dict[int, list[tuple[int, int]]] = {}
+    for k, p, y in turns.pairs:
+        by_change.setdefault(k, []).append((p, y))
+    for k, cands in by_change.items():
+        pr = got.pair(np.array([k]), np.array([p for p, _ in cands]))[0]
+        best = int(np.argmax(pr))
+        firsts.append(cands[best][1] == 1 and pr[best] >= probe.spec.pair_floor)
+    return {"turns": len(got.change), "changes": int(change.sum()),
+            "change_recall": float(np.mean(got.change[change] >= fl)) if change.any() else 0.0,
+            "other_later_read_as_change": float(np.mean(got.change[later & ~change] >= fl))
+            if (later & ~change).any() else 0.0,
+            "state_recall": float(np.mean(got.state[state] >= probe.spec.state_floor)) if state.any() else 0.0,
+            "target_first": float(np.mean(firsts)) if firsts else 0.0}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -164,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"encoding {len(fit_turns.texts)} fixture turns, {len(chat.texts)} chat turns"
           + (f", {len(held.texts)} held-out turns" if held else ""), file=sys.stderr)
     x_fit = emb.encode(fit_turns.texts + chat.texts, show_progress=True)
-    both = Turns(*(getattr(fit_turns, f) + getattr(chat, f) for f in ("texts", "later", "change", "state", "cls")))
+    both = fit_turns + chat
     t_fit = time.perf_counter()
     command = "qgmem train-change-probe " + shlex.join(["--config", args.config, *args.overrides])
     info: dict[str, object] = {"command": command, "sets": fitted, "holdout": cfg.holdout, "chat": asdict(cfg.chat),
@@ -191,27 +207,28 @@ def model_card(cfg: ChangeProbeTrainConfig, info: dict[str, object]) -> str:
     assert isinstance(figures, dict) and isinstance(sets, list)
     names = ", ".join(Path(s).name for s in sets)
     rows = "\n".join(f"| {k} | {r['turns']} | {r['changes']} | {r['change_recall']:.3f} | "
-                     f"{r['other_later_read_as_change']:.3f} | {r['state_recall']:.3f} | {r['class_accuracy']:.3f} |"
+                     f"{r['other_later_read_as_change']:.3f} | {r['state_recall']:.3f} | {r['target_first']:.3f} |"
                      for k, r in figures.items())
     return f"""# Change probe ({Path(cfg.out).name})
 
-Three logistic heads over the float32 all-MiniLM-L6-v2 vector of a turn (`qgmem/construct/change_probe.py`): does
-the turn tell that a state changed, does it tell a state a later turn changes, and which of the seven state classes.
-The traces use it where the rules read no change (`TraceConfig.change_probe`). Weights: `probe.safetensors`
-(3 x 384 x at most 7 floats), numpy inference. Licences: this repository's, the embedder's (Apache-2.0), and MSC's
+Two logistic heads over the float32 all-MiniLM-L6-v2 vector of a turn (`qgmem/construct/change_probe.py`): does
+the turn tell that a state changed, does it tell a state a later turn changes; and a third over the elementwise
+product of two turns' vectors: does the later one change the earlier one's state. The traces use it where the rules
+read no change (`TraceConfig.change_probe`). Weights: `probe.safetensors` (3 x 385 floats), numpy inference. Licences: this repository's, the embedder's (Apache-2.0), and MSC's
 (released by Meta through ParlAI; its terms were not checked here: treat the weights as research-only).
 
 Reproduce: `{info['command']}`.
 
 ## Data
 Fitted on the labelled update fixture sets ({len(sets)}: {names}; a turn is a change
-when it is the later turn of a labelled update, a state when it is the earlier one, every other turn neither) and
+when it is the later turn of a labelled update, a state when it is the earlier one, every other turn neither; the
+pair head on each update's two turns against the change speaker's other turns of the sessions before it) and
 on {cfg.chat.limit} MSC episodes (session {cfg.chat.session}, {cfg.chat.split} split), whose turns are all read as
 neither. Held out of the fit: {', '.join(Path(s).name for s in cfg.holdout) or 'nothing'}.
-Penalty C = {cfg.c}; floors: change {cfg.change_floor}, state {cfg.state_floor}, class agreement {cfg.agree_floor}.
+Penalty C = {cfg.c}; floors: change {cfg.change_floor}, state {cfg.state_floor}, pair {cfg.pair_floor}.
 
 ## Figures (at the floors)
-| turns of | n | changes | change recall | other later turns read as a change | state recall | class accuracy |
+| turns of | n | changes | change recall | other later turns read as a change | state recall | own state first |
 |---|---|---|---|---|---|---|
 {rows}
 
