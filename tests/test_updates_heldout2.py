@@ -20,7 +20,7 @@ measured once there; held-out 23, committed at db831ad, measured once there; hel
 measured once at 3f192c1; held-out 25, committed at 966e12a, measured once at 299f3ea; held-out 26,
 committed at 0b93913, measured once at 4bdec47; held-out 27, committed at c42b257, measured once at e403835;
 held-out 28, committed at 53be2d1, measured once there; held-out 29, committed at 171e687, measured once there;
-held-out 30, committed at 311831d, measured once there; held-out 31, written blind and not yet measured). A set in UNMEASURED has only its labels checked here.
+held-out 30, committed at 311831d, measured once there; held-out 31, committed at 0f8ad92, measured once at 2f33eb0). A set in UNMEASURED has only its labels checked here.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updat
          "updates_heldout24", "updates_heldout25", "updates_heldout26",
          "updates_heldout27", "updates_heldout28", "updates_heldout29",
          "updates_heldout30", "updates_heldout31")  # as written
-UNMEASURED: tuple[str, ...] = ("updates_heldout31",)  # held out and not yet measured: its labels are checked, no memory is built
+UNMEASURED: tuple[str, ...] = ()  # held out and not yet measured: its labels are checked, no memory is built
 ROLES = ("user", "assistant")
 
 
@@ -57,7 +57,7 @@ ROLES = ("user", "assistant")
                                         "updates_heldout22", "updates_heldout23", "updates_heldout24",
                                         "updates_heldout25", "updates_heldout26", "updates_heldout27",
                                         "updates_heldout28", "updates_heldout29", "updates_heldout30",
-                                        *UNMEASURED])
+                                        "updates_heldout31", *UNMEASURED])
 def held(request):
     return FIXTURES / request.param / "conversations.json"
 
