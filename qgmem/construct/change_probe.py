@@ -16,7 +16,7 @@ not an assistant's), links the same speaker's earlier-session turn that best rea
 (`state x pair`, with `state >= state_floor` and `pair >= pair_floor`), unit to unit as the rules do. The floors are
 in the checkpoint, chosen on development sets the probe was not fitted on.
 
-A checkpoint is a folder with `probe.json` (the embedder it reads, the classes, the floors, how it was trained) and
+A checkpoint is a folder with `probe.json` (the embedder it reads, the floors, how it was trained) and
 `probe.safetensors` (the weights); scoring is numpy, so the build needs no torch beyond the embedder's.
 """
 
