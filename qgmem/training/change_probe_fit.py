@@ -77,15 +77,15 @@ def fixture_turns(folders: list[str]) -> Turns:
         for case in load_update_fixtures(Path(folder) / "conversations.json"):
             base = len(out.texts)
             turns = [(k, t) for k, s in enumerate(case.conversation.sessions) for t in s.turns]
-            row = {t.id: base + i for i, (_, t) in enumerate(turns)}
+            pos = {t.id: i for i, (_, t) in enumerate(turns)}
             new, old = {u.new for u in case.updates}, {u.old for u in case.updates}
             for k, t in turns:
                 out.add(t.text, k > 0, t.id in new, t.id in old)
             for u in case.updates:  # the build's candidates: the change's speaker's turns of earlier sessions
-                k, t = turns[row[u.new] - base]
-                if turns[row[u.old] - base][1].speaker != t.speaker:
+                k, t = turns[pos[u.new]]
+                if turns[pos[u.old]][1].speaker != t.speaker:
                     continue  # a change told by the other speaker: the probe never links those
-                out.pairs += [(row[u.new], row[c.id], int(c.id == u.old)) for j, c in turns
+                out.pairs += [(base + pos[u.new], base + i, int(c.id == u.old)) for i, (j, c) in enumerate(turns)
                               if j < k and c.speaker == t.speaker]
     return out
 
@@ -214,7 +214,8 @@ def model_card(cfg: ChangeProbeTrainConfig, info: dict[str, object]) -> str:
 Two logistic heads over the float32 all-MiniLM-L6-v2 vector of a turn (`qgmem/construct/change_probe.py`): does
 the turn tell that a state changed, does it tell a state a later turn changes; and a third over the elementwise
 product of two turns' vectors: does the later one change the earlier one's state. The traces use it where the rules
-read no change (`TraceConfig.change_probe`). Weights: `probe.safetensors` (3 x 385 floats), numpy inference. Licences: this repository's, the embedder's (Apache-2.0), and MSC's
+read no change (`TraceConfig.change_probe`). Weights: `probe.safetensors` (3 x 385 floats), numpy inference.
+Licences: this repository's, the embedder's (Apache-2.0), and MSC's
 (released by Meta through ParlAI; its terms were not checked here: treat the weights as research-only).
 
 Reproduce: `{info['command']}`.
