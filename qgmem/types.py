@@ -96,6 +96,11 @@ class AtomicUnit:
     def triple(self) -> tuple[str, str, str]:
         return (self.subject, self.relation, self.object)
 
+    @property
+    def shows_image(self) -> bool:
+        """A unit of a shared image's caption: it describes a picture, it tells no state of the speaker's."""
+        return self.object.startswith(IMAGE_OBJECT)
+
 
 @dataclass
 class MemoryTrace:
@@ -108,6 +113,9 @@ class MemoryTrace:
     unit_ids: list[str]  # chronological
     roles: list[Literal["origin", "update", "supplement"]]
     latest_unit_id: str  # the latest supported state
+
+
+IMAGE_OBJECT = "image: "  # the object of a unit that describes a shared image, not words said (construct/rule.py)
 
 
 ItemKind = Literal["unit", "turn", "context", "event"]

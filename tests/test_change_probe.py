@@ -153,3 +153,19 @@ def test_a_state_the_rules_saw_change_is_not_the_probes_target() -> None:
     assert _linked_turns(units, probe_links(units, r, set())) == [("D2:2", "D1:2")]
     changed = {i for i, u in enumerate(units) if u.first_turn == "D1:2"}
     assert _linked_turns(units, probe_links(units, r, set(), changed)) == [("D2:2", "D1:1")]
+
+
+def test_a_shared_image_is_neither_a_change_nor_a_state() -> None:
+    """A picture's caption describes the picture, not the speaker's state: a turn that is only an image links nothing,
+    and a turn with words and an image links by its words."""
+    plain = "I moved my towel and my weekends to the lido at Ferrow."
+    conv = _chat("Look at this!", plain)
+    conv.sessions[0].turns[1].image_caption = "a photo of a swimming pool with a diving board"
+    units, r = _readings(conv, change=0.9, state=0.9)
+    assert [u.shows_image for u in units if u.first_turn == "D1:2"] == [True]
+    assert probe_links(units, r, set()) == {}
+    conv = _chat(OLD, plain)
+    conv.sessions[0].turns[1].image_caption = "a photo of a swimming pool with a diving board"
+    units, r = _readings(conv, change=0.9, state=0.9)
+    (i, (j, _)), = probe_links(units, r, set()).items()
+    assert units[j].first_turn == "D1:2" and not units[j].shows_image and not units[i].shows_image

@@ -12,9 +12,9 @@ updates, with multi-session chit-chat as further turns that change nothing.
 
 It links only what the rules left: a turn of a later session whose units are neither updates nor links, that reads
 as a change (`change >= change_floor`) and is a statement of the speaker's own (no question, no state told again,
-not an assistant's), links the same speaker's earlier-session turn that best reads as the state it changes
-(`state x pair`, with `state >= state_floor` and `pair >= pair_floor`), unit to unit as the rules do. The floors are
-in the checkpoint, chosen on development sets the probe was not fitted on.
+not an assistant's, not a shared image's caption), links the same speaker's earlier-session turn that best reads as
+the state it changes (`state x pair`, with `state >= state_floor` and `pair >= pair_floor`), unit to unit as the
+rules do. The floors are in the checkpoint, chosen on development sets the probe was not fitted on.
 
 A checkpoint is a folder with `probe.json` (the embedder it reads, the floors, how it was trained) and
 `probe.safetensors` (the weights); scoring is numpy, so the build needs no torch beyond the embedder's.
@@ -208,7 +208,8 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
     spec, units = readings.spec, list(units)
     turns: dict[str, list[int]] = {}
     for i, u in enumerate(units):
-        turns.setdefault(u.first_turn, []).append(i)
+        if not u.shows_image:  # a picture's caption is neither a change nor a state: the turn's words are
+            turns.setdefault(u.first_turn, []).append(i)
     rows = np.array([k for k, t in enumerate(readings.ids) if t in turns], dtype=np.int64)  # turns with units
     if not len(rows):
         return {}

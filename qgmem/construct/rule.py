@@ -32,7 +32,7 @@ from qgmem.construct.textcues import STOPWORDS, capitalised_entities, content_wo
 from qgmem.construct.turn_docs import TurnDocs
 from qgmem.construct.windows import Window
 from qgmem.timex import resolve_time
-from qgmem.types import AtomicUnit, Turn
+from qgmem.types import IMAGE_OBJECT, AtomicUnit, Turn
 
 if TYPE_CHECKING:
     from spacy.tokens import Span
@@ -198,5 +198,5 @@ def _image_claim(turn: Turn, prefix: str, speakers: list[str], with_text: bool) 
     text = turn.text.strip()
     tail = f" {prefix}{text}" if with_text and text else ""
     ents = [turn.speaker, *capitalised_entities(f"{cap}. {text}" if with_text else cap, speakers)]
-    return Claim(f"{turn.speaker} shared an image: {cap}.{tail}", turn.speaker, "share", f"image: {cap}",
+    return Claim(f"{turn.speaker} shared an image: {cap}.{tail}", turn.speaker, "share", f"{IMAGE_OBJECT}{cap}",
                  dedupe(ents), None, f"{cap}. {text}" if with_text else cap)

@@ -68,8 +68,8 @@ TRACE_WORDS = ("irregular_verbs", "person_nouns", "relation_grammar", "state_cha
 #  70 a relative's claim ("Valji's brother joined the troupe") is not its possessor's state; 71 the change probe
 #  (construct/change_probe.py) links a change the rules left (its weights' digest joins the key as well); 72 not to a
 #  state the rules already saw change; 73 the probe's pair head picks the state a change changes (class agreement
-#  dropped)
-TRACE_VERSION = 73
+#  dropped); 74 a shared image's unit is neither the probe's change nor its state
+TRACE_VERSION = 74
 
 
 def trace_key_parts() -> list[str | int]:

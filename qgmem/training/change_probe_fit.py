@@ -34,7 +34,7 @@ from qgmem.testing.update_fixtures import load_update_fixtures
 class ChatNegatives:
     session: int = 3  # MSC episodes of this session (each holds the sessions before it)
     split: str = "valid"
-    limit: int = 250  # episodes
+    limit: int = 500  # episodes (all of session 3's valid split)
 
 
 @dataclass
@@ -46,7 +46,7 @@ class ChangeProbeTrainConfig:
     chat: ChatNegatives = field(default_factory=ChatNegatives)
     c: float = 1.0  # inverse L2 penalty of each head
     change_floor: float = 0.8
-    state_floor: float = 0.5
+    state_floor: float = 0.4
     pair_floor: float = 0.3
 
 
