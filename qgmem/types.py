@@ -67,6 +67,9 @@ class Conversation:
         return {t.id: (s, i) for s in self.sessions for i, t in enumerate(s.turns)}
 
 
+IMAGE_OBJECT = "image: "  # the object of a unit that describes a shared image, not words said (construct/rule.py)
+
+
 @dataclass
 class AtomicUnit:
     """One independently retrievable, source-grounded claim (QGMem §III-A1)."""
@@ -113,9 +116,6 @@ class MemoryTrace:
     unit_ids: list[str]  # chronological
     roles: list[Literal["origin", "update", "supplement"]]
     latest_unit_id: str  # the latest supported state
-
-
-IMAGE_OBJECT = "image: "  # the object of a unit that describes a shared image, not words said (construct/rule.py)
 
 
 ItemKind = Literal["unit", "turn", "context", "event"]

@@ -208,7 +208,7 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
     spec, units = readings.spec, list(units)
     turns: dict[str, list[int]] = {}
     for i, u in enumerate(units):
-        if not u.shows_image:  # a picture's caption is neither a change nor a state: the turn's words are
+        if not u.shows_image:  # a picture's caption is neither a change nor a state: the probe reads the words
             turns.setdefault(u.first_turn, []).append(i)
     rows = np.array([k for k, t in enumerate(readings.ids) if t in turns], dtype=np.int64)  # turns with units
     if not len(rows):
