@@ -225,14 +225,22 @@ def probe_links(units: Sequence[AtomicUnit], readings: ProbeReadings, taken: set
     out: dict[int, tuple[int, str]] = {}
     if not changers or not len(stated):
         return out
-    for start in range(0, len(changers), CHUNK):
-        ks = np.array(changers[start:start + CHUNK])
-        pair = readings.read.pair(rows[ks], rows[stated])  # (changers, stated turns)
-        ok = ((stated[None, :] < ks[:, None]) & (speaker[stated][None, :] == speaker[ks][:, None])
-              & (session[stated][None, :] != session[ks][:, None]) & (pair >= spec.pair_floor))
-        score = np.where(ok, state[stated][None, :] * pair, -1.0)
-        last = score.shape[1] - 1 - np.argmax(score[:, ::-1], axis=1)  # the latest on a tie
-        for row, (k, p) in enumerate(zip(ks, stated[last])):
-            if ok[row].any():
-                out.update(_link(units, turns[order[k]], turns[order[p]]))
+    target: dict[int, int] = {}  # changer row -> the stated row it links
+    for who in np.unique(speaker[changers]):  # only the same speaker's earlier turns are scored: half the pairs
+        mine = [k for k in changers if speaker[k] == who]
+        theirs = stated[speaker[stated] == who]
+        for start in range(0, len(mine), CHUNK):
+            ks = np.array(mine[start:start + CHUNK])
+            cand = theirs[theirs < ks[-1]]  # earlier than the chunk's last change
+            if not len(cand):
+                continue
+            pair = readings.read.pair(rows[ks], rows[cand])  # (changers, stated turns)
+            ok = ((cand[None, :] < ks[:, None]) & (session[cand][None, :] != session[ks][:, None])
+                  & (pair >= spec.pair_floor))
+            score = np.where(ok, state[cand][None, :] * pair, -1.0)
+            last = score.shape[1] - 1 - np.argmax(score[:, ::-1], axis=1)  # the latest on a tie
+            target.update((int(k), int(p)) for row, (k, p) in enumerate(zip(ks, cand[last])) if ok[row].any())
+    for k in changers:  # in dialogue order, as the rules' links are
+        if k in target:
+            out.update(_link(units, turns[order[k]], turns[order[target[k]]]))
     return out
