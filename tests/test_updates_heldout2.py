@@ -21,8 +21,8 @@ measured once at 3f192c1; held-out 25, committed at 966e12a, measured once at 29
 committed at 0b93913, measured once at 4bdec47; held-out 27, committed at c42b257, measured once at e403835;
 held-out 28, committed at 53be2d1, measured once there; held-out 29, committed at 171e687, measured once there;
 held-out 30, committed at 311831d, measured once there; held-out 31, committed at 0f8ad92, measured once at 2f33eb0;
-held-out 32, committed at e5e621f, measured once at dfafeaa; held-out 33, written in the seventeenth session,
-not yet measured). A set in UNMEASURED has only its labels checked here.
+held-out 32, committed at e5e621f, measured once at dfafeaa; held-out 33, committed at 0d8ff6a,
+measured once there). A set in UNMEASURED has only its labels checked here.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updat
          "updates_heldout24", "updates_heldout25", "updates_heldout26",
          "updates_heldout27", "updates_heldout28", "updates_heldout29",
          "updates_heldout30", "updates_heldout31", "updates_heldout32", "updates_heldout33")  # as written
-UNMEASURED: tuple[str, ...] = ("updates_heldout33",)  # held out, not yet measured: only its labels are checked
+UNMEASURED: tuple[str, ...] = ()  # held out, not yet measured: only its labels are checked
 MEASURED = tuple(d for d in ORDER if d not in UNMEASURED)
 ROLES = ("user", "assistant")
 
