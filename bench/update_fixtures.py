@@ -1,6 +1,6 @@
 """Knowledge-update figures of the in-sample and held-out fixture sets, side by side.
 
-    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2..33|dev|develop] [--failures] [--json PATH]
+    python bench/update_fixtures.py [--set both|in-sample|heldout|heldout2..34|dev|develop] [--failures] [--json PATH]
 
 in-sample: tests/fixtures/updates/ (the word lists were iterated on it); dev: tests/fixtures/updates_dev/
 (written before the structural trace rules, developed on); held-out: tests/fixtures/updates_heldout/
@@ -47,7 +47,8 @@ tests/fixtures/updates_heldout30/ (written blind to the method, 311831d, measure
 Held-out 31: tests/fixtures/updates_heldout31/ (written blind to the method, 0f8ad92, measured once at 2f33eb0: a
 development set since). Held-out 32: tests/fixtures/updates_heldout32/ (written blind to the method, e5e621f,
 measured once at dfafeaa: a development set since). Held-out 33: tests/fixtures/updates_heldout33/ (written blind
-to the method, 0d8ff6a, measured once there: a development set since).
+to the method, 0d8ff6a, measured once there: a development set since). Held-out 34:
+tests/fixtures/updates_heldout34/ (written blind to the method, not yet measured: not in `develop` or `both`).
 Each set is built with the real rule extractor into a fresh temporary store and measured by
 `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with counts
 and percentages; `--failures` adds every labelled update that formed no trace, with the units the extractor
@@ -100,7 +101,8 @@ SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.js
         "held-out 30": ROOT / "tests" / "fixtures" / "updates_heldout30" / "conversations.json",
         "held-out 31": ROOT / "tests" / "fixtures" / "updates_heldout31" / "conversations.json",
         "held-out 32": ROOT / "tests" / "fixtures" / "updates_heldout32" / "conversations.json",
-        "held-out 33": ROOT / "tests" / "fixtures" / "updates_heldout33" / "conversations.json"}
+        "held-out 33": ROOT / "tests" / "fixtures" / "updates_heldout33" / "conversations.json",
+        "held-out 34": ROOT / "tests" / "fixtures" / "updates_heldout34" / "conversations.json"}
 CHOICES = {"both": ("in-sample", "held-out 33"), "in-sample": ("in-sample",), "heldout": ("held-out",),
            "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",),
            "heldout5": ("held-out 5",), "heldout6": ("held-out 6",), "heldout7": ("held-out 7",),
@@ -113,7 +115,8 @@ CHOICES = {"both": ("in-sample", "held-out 33"), "in-sample": ("in-sample",), "h
            "heldout25": ("held-out 25",), "heldout26": ("held-out 26",),
            "heldout27": ("held-out 27",), "heldout28": ("held-out 28",),
            "heldout29": ("held-out 29",), "heldout30": ("held-out 30",), "heldout31": ("held-out 31",),
-           "heldout32": ("held-out 32",), "heldout33": ("held-out 33",), "dev": ("dev",),
+           "heldout32": ("held-out 32",), "heldout33": ("held-out 33",),
+           "heldout34": ("held-out 34",), "dev": ("dev",),
            "develop": ("in-sample", "dev", "held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5",
                        "held-out 6", "held-out 7", "held-out 8", "held-out 9", "held-out 10", "held-out 11",
                        "held-out 12", "held-out 13", "held-out 14", "held-out 15", "held-out 16",

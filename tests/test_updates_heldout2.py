@@ -2,7 +2,7 @@
 to the method and committed before any measurement): their labels are valid, they share no speaker with the sets
 written before them nor benchmark vocabulary, and the shared measurement runs on the newest measured one and counts
 every label. As for the first held-out set, no threshold is asserted: the rates are reported
-(`bench/update_fixtures.py --set heldout2|...|heldout33`, bench/RESULTS.md). A
+(`bench/update_fixtures.py --set heldout2|...|heldout34`, bench/RESULTS.md). A
 held-out set is measured once as held out; after that it is a development set (held-out 2 since commit
 a7d90fd, held-out 3 since 7e67086, held-out 4 since its misses were read), and the next set takes its place
 (held-out 4, measured once at 3906322; held-out 5, committed at f2757be, measured once at e3cb10b; held-out 6,
@@ -22,7 +22,8 @@ committed at 0b93913, measured once at 4bdec47; held-out 27, committed at c42b25
 held-out 28, committed at 53be2d1, measured once there; held-out 29, committed at 171e687, measured once there;
 held-out 30, committed at 311831d, measured once there; held-out 31, committed at 0f8ad92, measured once at 2f33eb0;
 held-out 32, committed at e5e621f, measured once at dfafeaa; held-out 33, committed at 0d8ff6a,
-measured once there). A set in UNMEASURED has only its labels checked here.
+measured once there; held-out 34, written in the seventeenth session, not yet measured). A set in UNMEASURED has
+only its labels checked here.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updat
          "updates_heldout20", "updates_heldout21", "updates_heldout22", "updates_heldout23",
          "updates_heldout24", "updates_heldout25", "updates_heldout26",
          "updates_heldout27", "updates_heldout28", "updates_heldout29",
-         "updates_heldout30", "updates_heldout31", "updates_heldout32", "updates_heldout33")  # as written
-UNMEASURED: tuple[str, ...] = ()  # held out, not yet measured: only its labels are checked
+         "updates_heldout30", "updates_heldout31", "updates_heldout32", "updates_heldout33",
+         "updates_heldout34")  # as written
+UNMEASURED: tuple[str, ...] = ("updates_heldout34",)  # held out, not yet measured: only its labels are checked
 MEASURED = tuple(d for d in ORDER if d not in UNMEASURED)
 ROLES = ("user", "assistant")
 
