@@ -23,7 +23,7 @@ set since); held-out 12: tests/fixtures/updates_heldout12/ (written blind to the
 at 68d57ea: a development set since); held-out 13: tests/fixtures/updates_heldout13/ (written blind to the
 method, ad3f426, measured once at 7e3257c: a development set since); held-out 14: tests/fixtures/updates_heldout14/
 (written blind to the method, 6dcc851/ef1c09c, measured once at 8fca853: a development set since). `develop` =
-in-sample, dev and held-out 1-33, the sets a change may be looked at on; held-out 15:
+in-sample, dev and held-out 1-34, the sets a change may be looked at on; held-out 15:
 tests/fixtures/updates_heldout15/ (written blind to the method, fba6b27, measured once there: a development set
 since); held-out 16: tests/fixtures/updates_heldout16/ (written blind to the method, 896b4bd, measured once at
 c56b98d: a development set since); held-out 17: tests/fixtures/updates_heldout17/ (written blind to the method,
@@ -48,7 +48,7 @@ Held-out 31: tests/fixtures/updates_heldout31/ (written blind to the method, 0f8
 development set since). Held-out 32: tests/fixtures/updates_heldout32/ (written blind to the method, e5e621f,
 measured once at dfafeaa: a development set since). Held-out 33: tests/fixtures/updates_heldout33/ (written blind
 to the method, 0d8ff6a, measured once there: a development set since). Held-out 34:
-tests/fixtures/updates_heldout34/ (written blind to the method, not yet measured: not in `develop` or `both`).
+tests/fixtures/updates_heldout34/ (written blind to the method, f168cee, measured once there: a development set since).
 Each set is built with the real rule extractor into a fresh temporary store and measured by
 `qgmem.testing.update_report` (what each figure means is in its docstring). Prints a Markdown table with counts
 and percentages; `--failures` adds every labelled update that formed no trace, with the units the extractor
@@ -103,7 +103,7 @@ SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.js
         "held-out 32": ROOT / "tests" / "fixtures" / "updates_heldout32" / "conversations.json",
         "held-out 33": ROOT / "tests" / "fixtures" / "updates_heldout33" / "conversations.json",
         "held-out 34": ROOT / "tests" / "fixtures" / "updates_heldout34" / "conversations.json"}
-CHOICES = {"both": ("in-sample", "held-out 33"), "in-sample": ("in-sample",), "heldout": ("held-out",),
+CHOICES = {"both": ("in-sample", "held-out 34"), "in-sample": ("in-sample",), "heldout": ("held-out",),
            "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",),
            "heldout5": ("held-out 5",), "heldout6": ("held-out 6",), "heldout7": ("held-out 7",),
            "heldout8": ("held-out 8",), "heldout9": ("held-out 9",), "heldout10": ("held-out 10",),
@@ -123,7 +123,7 @@ CHOICES = {"both": ("in-sample", "held-out 33"), "in-sample": ("in-sample",), "h
                        "held-out 17", "held-out 18", "held-out 19", "held-out 20", "held-out 21",
                        "held-out 22", "held-out 23", "held-out 24", "held-out 25", "held-out 26",
                        "held-out 27", "held-out 28", "held-out 29", "held-out 30", "held-out 31",
-                       "held-out 32", "held-out 33")}
+                       "held-out 32", "held-out 33", "held-out 34")}
 
 
 def run(names: tuple[str, ...]) -> list[UpdateReport]:

@@ -22,7 +22,7 @@ committed at 0b93913, measured once at 4bdec47; held-out 27, committed at c42b25
 held-out 28, committed at 53be2d1, measured once there; held-out 29, committed at 171e687, measured once there;
 held-out 30, committed at 311831d, measured once there; held-out 31, committed at 0f8ad92, measured once at 2f33eb0;
 held-out 32, committed at e5e621f, measured once at dfafeaa; held-out 33, committed at 0d8ff6a,
-measured once there; held-out 34, written in the seventeenth session, not yet measured). A set in UNMEASURED has
+measured once there; held-out 34, committed at f168cee, measured once there). A set in UNMEASURED has
 only its labels checked here.
 """
 
@@ -48,7 +48,7 @@ ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updat
          "updates_heldout27", "updates_heldout28", "updates_heldout29",
          "updates_heldout30", "updates_heldout31", "updates_heldout32", "updates_heldout33",
          "updates_heldout34")  # as written
-UNMEASURED: tuple[str, ...] = ("updates_heldout34",)  # held out, not yet measured: only its labels are checked
+UNMEASURED: tuple[str, ...] = ()  # held out, not yet measured: only its labels are checked
 MEASURED = tuple(d for d in ORDER if d not in UNMEASURED)
 ROLES = ("user", "assistant")
 
