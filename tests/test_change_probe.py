@@ -1,6 +1,7 @@
 """The traces' change probe (construct/change_probe.py): a change told in words no rule reads links the state it
-changes in a build; questions, states told again and an assistant's words link nothing; the ablation is the
-rules alone; the checkpoint round-trips and its digest names the traces' build key; a refit is reproducible."""
+changes in a build; questions, states told again and an assistant's words link nothing; the scoring in chunks per
+speaker links what the rule read one pair at a time links; the ablation is the rules alone; the checkpoint
+round-trips and its digest names the traces' build key; a refit is reproducible."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import numpy as np
 import pytest
 
 from qgmem.config import load_config
+from qgmem.construct import change_probe
 from qgmem.construct.build import BuildConfig, build_memory
 from qgmem.construct.change_probe import (ChangeProbe, ProbeCheckpointError, ProbeReadings, ProbeSpec, TurnReadings,
                                           probe_digest, probe_links)
 from qgmem.construct.traces import TraceConfig
 from qgmem.store import MemoryStore
-from qgmem.types import Conversation, Session, Turn
+from qgmem.types import AtomicUnit, Conversation, Session, Turn
 
 OLD = "I swim with the harbour club at Pennock every Thursday evening."
 NEW = "Not any more. I took my towel home from the harbour club in June and haven't been back."
@@ -84,6 +86,61 @@ def test_probe_links_need_each_floor_and_the_speakers_own_words() -> None:
         assert probe_links(units, r, set()) == {}
     units, r = _readings(_chat(OLD, plain, speaker="assistant"), change=0.9, state=0.9)
     assert probe_links(units, r, set()) == {}  # an assistant tells no state of its own
+
+
+def _many_turns(seed: int, speakers: tuple[str, ...], sessions: int = 6, per_session: int = 60
+                ) -> tuple[list[AtomicUnit], ProbeReadings]:
+    """One unit per turn of a long chat and random readings (vectors of 8 dimensions), with many changes, states and
+    pairs over the floors: more change turns than one scoring chunk."""
+    rng = np.random.default_rng(seed)
+    units, ids, texts = [], [], {}
+    for s in range(1, sessions + 1):
+        for j in range(1, per_session + 1):
+            tid, who = f"D{s}:{j}", speakers[int(rng.integers(len(speakers)))]
+            ids.append(tid)
+            texts[tid] = f"I moved the stall {tid} to the market on the hill."
+            units.append(AtomicUnit(id=f"u{len(units)}", namespace="c", session_id=f"S{s}", text=texts[tid],
+                                    first_turn=tid, last_turn=tid, turn_ids=[tid], speaker=who, subject=who,
+                                    relation="move", object="the stall"))
+    n, d = len(ids), 8
+    x = rng.normal(size=(n, d))
+    read = TurnReadings(rng.uniform(0.5, 1.0, n), rng.uniform(0.2, 1.0, n),
+                        np.hstack([x * rng.normal(size=d), np.full((n, 1), 0.5)]), np.hstack([x, np.ones((n, 1))]))
+    return units, ProbeReadings(ProbeSpec("minilm", 0.8, 0.4, 0.3), ids, read, texts)
+
+
+def _all_pairs(units: list[AtomicUnit], r: ProbeReadings) -> list[tuple[str, str]]:
+    """The rule read directly, one change turn at a time against every earlier turn: (change turn, the earlier-session
+    turn of the same speaker it links: the best state x pair over the floors, the latest on a tie)."""
+    spec, read, out = r.spec, r.read, []
+    for k in range(len(units)):
+        if read.change[k] < spec.change_floor or units[k].speaker == "assistant":
+            continue
+        best, target = -1.0, None
+        for p in range(k):
+            pair = float(read.pair(np.array([k]), np.array([p]))[0, 0])
+            if (units[p].speaker == units[k].speaker and units[p].session_id != units[k].session_id
+                    and read.state[p] >= spec.state_floor and pair >= spec.pair_floor
+                    and read.state[p] * pair >= best):
+                best, target = read.state[p] * pair, p
+        if target is not None:
+            out.append((units[k].first_turn, units[target].first_turn))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("speakers", [("Wren", "Pilar"), ("Wren", "Pilar", "Oskar"), ("user", "assistant")])
+@pytest.mark.parametrize("chunk", [256, 16])
+def test_probe_links_score_each_speakers_own_turns_as_the_rule_reads(speakers: tuple[str, ...], chunk: int,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`probe_links` scores each speaker's changes against that speaker's earlier stated turns only, in chunks: the
+    links are those of the rule read one pair at a time."""
+    monkeypatch.setattr(change_probe, "CHUNK", chunk)
+    for seed in range(3):
+        units, r = _many_turns(seed, speakers)
+        links = probe_links(units, r, set())
+        assert len(links) > 20
+        assert _linked_turns(units, links) == _all_pairs(units, r)
+        assert list(links) == sorted(links)  # emitted in dialogue order
 
 
 def test_checkpoint_round_trips_and_its_digest_changes_with_it(tmp_path: Path) -> None:
