@@ -67,63 +67,18 @@ from pathlib import Path
 from qgmem.testing.update_report import UpdateReport, measure, misses_text, rows, table
 
 ROOT = Path(__file__).resolve().parents[1]
-SETS = {"in-sample": ROOT / "tests" / "fixtures" / "updates" / "conversations.json",
-        "held-out": ROOT / "tests" / "fixtures" / "updates_heldout" / "conversations.json",
-        "dev": ROOT / "tests" / "fixtures" / "updates_dev" / "conversations.json",
-        "held-out 2": ROOT / "tests" / "fixtures" / "updates_heldout2" / "conversations.json",
-        "held-out 3": ROOT / "tests" / "fixtures" / "updates_heldout3" / "conversations.json",
-        "held-out 4": ROOT / "tests" / "fixtures" / "updates_heldout4" / "conversations.json",
-        "held-out 5": ROOT / "tests" / "fixtures" / "updates_heldout5" / "conversations.json",
-        "held-out 6": ROOT / "tests" / "fixtures" / "updates_heldout6" / "conversations.json",
-        "held-out 7": ROOT / "tests" / "fixtures" / "updates_heldout7" / "conversations.json",
-        "held-out 8": ROOT / "tests" / "fixtures" / "updates_heldout8" / "conversations.json",
-        "held-out 9": ROOT / "tests" / "fixtures" / "updates_heldout9" / "conversations.json",
-        "held-out 10": ROOT / "tests" / "fixtures" / "updates_heldout10" / "conversations.json",
-        "held-out 11": ROOT / "tests" / "fixtures" / "updates_heldout11" / "conversations.json",
-        "held-out 12": ROOT / "tests" / "fixtures" / "updates_heldout12" / "conversations.json",
-        "held-out 13": ROOT / "tests" / "fixtures" / "updates_heldout13" / "conversations.json",
-        "held-out 14": ROOT / "tests" / "fixtures" / "updates_heldout14" / "conversations.json",
-        "held-out 15": ROOT / "tests" / "fixtures" / "updates_heldout15" / "conversations.json",
-        "held-out 16": ROOT / "tests" / "fixtures" / "updates_heldout16" / "conversations.json",
-        "held-out 17": ROOT / "tests" / "fixtures" / "updates_heldout17" / "conversations.json",
-        "held-out 18": ROOT / "tests" / "fixtures" / "updates_heldout18" / "conversations.json",
-        "held-out 19": ROOT / "tests" / "fixtures" / "updates_heldout19" / "conversations.json",
-        "held-out 20": ROOT / "tests" / "fixtures" / "updates_heldout20" / "conversations.json",
-        "held-out 21": ROOT / "tests" / "fixtures" / "updates_heldout21" / "conversations.json",
-        "held-out 22": ROOT / "tests" / "fixtures" / "updates_heldout22" / "conversations.json",
-        "held-out 23": ROOT / "tests" / "fixtures" / "updates_heldout23" / "conversations.json",
-        "held-out 24": ROOT / "tests" / "fixtures" / "updates_heldout24" / "conversations.json",
-        "held-out 25": ROOT / "tests" / "fixtures" / "updates_heldout25" / "conversations.json",
-        "held-out 26": ROOT / "tests" / "fixtures" / "updates_heldout26" / "conversations.json",
-        "held-out 27": ROOT / "tests" / "fixtures" / "updates_heldout27" / "conversations.json",
-        "held-out 28": ROOT / "tests" / "fixtures" / "updates_heldout28" / "conversations.json",
-        "held-out 29": ROOT / "tests" / "fixtures" / "updates_heldout29" / "conversations.json",
-        "held-out 30": ROOT / "tests" / "fixtures" / "updates_heldout30" / "conversations.json",
-        "held-out 31": ROOT / "tests" / "fixtures" / "updates_heldout31" / "conversations.json",
-        "held-out 32": ROOT / "tests" / "fixtures" / "updates_heldout32" / "conversations.json",
-        "held-out 33": ROOT / "tests" / "fixtures" / "updates_heldout33" / "conversations.json",
-        "held-out 34": ROOT / "tests" / "fixtures" / "updates_heldout34" / "conversations.json"}
-CHOICES = {"both": ("in-sample", "held-out 34"), "in-sample": ("in-sample",), "heldout": ("held-out",),
-           "heldout2": ("held-out 2",), "heldout3": ("held-out 3",), "heldout4": ("held-out 4",),
-           "heldout5": ("held-out 5",), "heldout6": ("held-out 6",), "heldout7": ("held-out 7",),
-           "heldout8": ("held-out 8",), "heldout9": ("held-out 9",), "heldout10": ("held-out 10",),
-           "heldout11": ("held-out 11",), "heldout12": ("held-out 12",),
-           "heldout13": ("held-out 13",), "heldout14": ("held-out 14",), "heldout15": ("held-out 15",),
-           "heldout16": ("held-out 16",), "heldout17": ("held-out 17",), "heldout18": ("held-out 18",),
-           "heldout19": ("held-out 19",), "heldout20": ("held-out 20",), "heldout21": ("held-out 21",),
-           "heldout22": ("held-out 22",), "heldout23": ("held-out 23",), "heldout24": ("held-out 24",),
-           "heldout25": ("held-out 25",), "heldout26": ("held-out 26",),
-           "heldout27": ("held-out 27",), "heldout28": ("held-out 28",),
-           "heldout29": ("held-out 29",), "heldout30": ("held-out 30",), "heldout31": ("held-out 31",),
-           "heldout32": ("held-out 32",), "heldout33": ("held-out 33",),
-           "heldout34": ("held-out 34",), "dev": ("dev",),
-           "develop": ("in-sample", "dev", "held-out", "held-out 2", "held-out 3", "held-out 4", "held-out 5",
-                       "held-out 6", "held-out 7", "held-out 8", "held-out 9", "held-out 10", "held-out 11",
-                       "held-out 12", "held-out 13", "held-out 14", "held-out 15", "held-out 16",
-                       "held-out 17", "held-out 18", "held-out 19", "held-out 20", "held-out 21",
-                       "held-out 22", "held-out 23", "held-out 24", "held-out 25", "held-out 26",
-                       "held-out 27", "held-out 28", "held-out 29", "held-out 30", "held-out 31",
-                       "held-out 32", "held-out 33", "held-out 34")}
+FIXTURES = ROOT / "tests" / "fixtures"
+NEWEST = 34  # the newest held-out set written (tests/fixtures/updates_heldout<NEWEST>/)
+UNMEASURED: tuple[int, ...] = ()  # held-out sets written but not yet measured: not in `both` or `develop`
+HELD_OUT = tuple(range(2, NEWEST + 1))  # the later held-out sets, as written
+SETS = {"in-sample": FIXTURES / "updates" / "conversations.json",
+        "held-out": FIXTURES / "updates_heldout" / "conversations.json",
+        "dev": FIXTURES / "updates_dev" / "conversations.json",
+        **{f"held-out {n}": FIXTURES / f"updates_heldout{n}" / "conversations.json" for n in HELD_OUT}}
+MEASURED = tuple(f"held-out {n}" for n in HELD_OUT if n not in UNMEASURED)
+CHOICES = {"both": ("in-sample", MEASURED[-1]), "in-sample": ("in-sample",), "heldout": ("held-out",),
+           **{f"heldout{n}": (f"held-out {n}",) for n in HELD_OUT}, "dev": ("dev",),
+           "develop": ("in-sample", "dev", "held-out", *MEASURED)}
 
 
 def run(names: tuple[str, ...]) -> list[UpdateReport]:
