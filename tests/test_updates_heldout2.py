@@ -38,16 +38,9 @@ from test_no_benchmark_vocabulary import vocabulary_pattern
 from test_updates import FIXTURES as IN_SAMPLE
 
 FIXTURES = IN_SAMPLE.parents[1]
-ORDER = ("updates", "updates_dev", "updates_heldout", "updates_heldout2", "updates_heldout3",
-         "updates_heldout4", "updates_heldout5", "updates_heldout6", "updates_heldout7", "updates_heldout8",
-         "updates_heldout9", "updates_heldout10", "updates_heldout11", "updates_heldout12",
-         "updates_heldout13", "updates_heldout14", "updates_heldout15",
-         "updates_heldout16", "updates_heldout17", "updates_heldout18", "updates_heldout19",
-         "updates_heldout20", "updates_heldout21", "updates_heldout22", "updates_heldout23",
-         "updates_heldout24", "updates_heldout25", "updates_heldout26",
-         "updates_heldout27", "updates_heldout28", "updates_heldout29",
-         "updates_heldout30", "updates_heldout31", "updates_heldout32", "updates_heldout33",
-         "updates_heldout34")  # as written
+NEWEST = 34  # the newest held-out set written (updates_heldout<NEWEST>)
+ORDER = ("updates", "updates_dev", "updates_heldout",
+         *(f"updates_heldout{n}" for n in range(2, NEWEST + 1)))  # as written
 UNMEASURED: tuple[str, ...] = ()  # held out, not yet measured: only its labels are checked
 MEASURED = tuple(d for d in ORDER if d not in UNMEASURED)
 ROLES = ("user", "assistant")
