@@ -64,20 +64,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+from qgmem.testing.update_fixtures import HELD_OUT_LATER, HELD_OUT_UNMEASURED
 from qgmem.testing.update_report import UpdateReport, measure, misses_text, rows, table
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
-NEWEST = 34  # the newest held-out set written (tests/fixtures/updates_heldout<NEWEST>/)
-UNMEASURED: tuple[int, ...] = ()  # held-out sets written but not yet measured: not in `both` or `develop`
-HELD_OUT = tuple(range(2, NEWEST + 1))  # the later held-out sets, as written
 SETS = {"in-sample": FIXTURES / "updates" / "conversations.json",
         "held-out": FIXTURES / "updates_heldout" / "conversations.json",
         "dev": FIXTURES / "updates_dev" / "conversations.json",
-        **{f"held-out {n}": FIXTURES / f"updates_heldout{n}" / "conversations.json" for n in HELD_OUT}}
-MEASURED = tuple(f"held-out {n}" for n in HELD_OUT if n not in UNMEASURED)
+        **{f"held-out {n}": FIXTURES / f"updates_heldout{n}" / "conversations.json" for n in HELD_OUT_LATER}}
+MEASURED = tuple(f"held-out {n}" for n in HELD_OUT_LATER if n not in HELD_OUT_UNMEASURED)  # `both`, `develop`
 CHOICES = {"both": ("in-sample", MEASURED[-1]), "in-sample": ("in-sample",), "heldout": ("held-out",),
-           **{f"heldout{n}": (f"held-out {n}",) for n in HELD_OUT}, "dev": ("dev",),
+           **{f"heldout{n}": (f"held-out {n}",) for n in HELD_OUT_LATER}, "dev": ("dev",),
            "develop": ("in-sample", "dev", "held-out", *MEASURED)}
 
 

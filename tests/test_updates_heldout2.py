@@ -32,16 +32,14 @@ import collections
 
 import pytest
 
-from qgmem.testing.update_fixtures import KINDS, STATES, load_update_fixtures
+from qgmem.testing.update_fixtures import HELD_OUT_LATER, HELD_OUT_UNMEASURED, KINDS, STATES, load_update_fixtures
 from qgmem.testing.update_report import measure, misses_text, table
 from test_no_benchmark_vocabulary import vocabulary_pattern
 from test_updates import FIXTURES as IN_SAMPLE
 
 FIXTURES = IN_SAMPLE.parents[1]
-NEWEST = 34  # the newest held-out set written (updates_heldout<NEWEST>)
-ORDER = ("updates", "updates_dev", "updates_heldout",
-         *(f"updates_heldout{n}" for n in range(2, NEWEST + 1)))  # as written
-UNMEASURED: tuple[str, ...] = ()  # held out, not yet measured: only its labels are checked
+ORDER = ("updates", "updates_dev", "updates_heldout", *(f"updates_heldout{n}" for n in HELD_OUT_LATER))  # as written
+UNMEASURED = tuple(f"updates_heldout{n}" for n in HELD_OUT_UNMEASURED)  # only their labels are checked
 MEASURED = tuple(d for d in ORDER if d not in UNMEASURED)
 ROLES = ("user", "assistant")
 

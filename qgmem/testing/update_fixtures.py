@@ -19,6 +19,14 @@ from qgmem.types import Conversation, Question, Session, Turn
 KINDS = ("now", "when", "before")
 STATES = ("employment", "residence", "relationship", "membership", "ownership", "schedule", "plans")
 
+# The held-out sets written so far, stated once for the tests and bench/update_fixtures.py: tests/fixtures/
+# updates_heldout/, then updates_heldout2/ .. updates_heldout<HELD_OUT_NEWEST>/ in the order they were written.
+# A new set is committed with its number in HELD_OUT_UNMEASURED (only its labels are checked, and no measurement
+# reads it) and leaves it once it has been measured.
+HELD_OUT_NEWEST = 34
+HELD_OUT_UNMEASURED: tuple[int, ...] = ()
+HELD_OUT_LATER = tuple(range(2, HELD_OUT_NEWEST + 1))  # the numbered held-out sets, as written
+
 
 @dataclass
 class Update:
